@@ -1,0 +1,113 @@
+#!/bin/sh
+# Set up a Debian 12 machine that has the CUDA toolkit, in one command:
+#
+#   ./bootstrap.sh install   install what is missing, build, install and
+#                            start gemmd with built-in defaults
+#   ./bootstrap.sh test      install what is missing, build, run the whole
+#                            test suite (make check, make distcheck)
+#
+# CUDA lives in /usr/local/cuda unless CUDA_HOME says otherwise.
+set -eu
+cd "$(dirname "$0")"
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+JOBS=$(nproc 2>/dev/null || echo 2)
+DEPS="build-essential autoconf automake pkg-config libmicrohttpd-dev
+libjansson-dev libsystemd-dev libcurl4-openssl-dev curl python3 systemd
+clang-format"
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+	missing=
+	for p in $DEPS; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q "install ok installed" || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "bootstrap: installing$missing"
+	as_root apt-get update -qq
+	# shellcheck disable=SC2086
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends $missing
+}
+
+check_cuda() {
+	[ -x "$CUDA_HOME/bin/nvcc" ] || {
+		echo "bootstrap: no nvcc in $CUDA_HOME/bin: install the CUDA toolkit or set CUDA_HOME" >&2
+		exit 1
+	}
+}
+
+configure_build() { # configure_build DIR [configure args...]
+	dir=$1
+	shift
+	[ -x configure ] && [ configure -nt configure.ac ] &&
+		[ configure -nt Makefile.am ] || autoreconf -fi
+	mkdir -p "$dir"
+	(cd "$dir" && ../configure --with-cuda="$CUDA_HOME" "$@")
+}
+
+do_test() {
+	install_deps
+	check_cuda
+	configure_build build --enable-werror
+	make -C build -j"$JOBS"
+	make -C build -j"$JOBS" check || {
+		cat build/test-suite.log
+		exit 1
+	}
+	make -C build -j"$JOBS" distcheck \
+		DISTCHECK_CONFIGURE_FLAGS="--with-cuda=$CUDA_HOME --enable-werror"
+	if command -v clang-format >/dev/null; then
+		bad=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 2>/dev/null |
+			while read -r f; do
+				clang-format --dry-run -Werror "$f" >/dev/null 2>&1 ||
+					echo "$f"
+			done)
+		[ -z "$bad" ] || {
+			echo "bootstrap: not clean against .clang-format:" $bad >&2
+			exit 1
+		}
+	fi
+}
+
+wait_healthy() {
+	i=0
+	while [ $i -lt 100 ]; do
+		curl -sf http://127.0.0.1:8090/healthz >/dev/null && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	echo "bootstrap: gemmd did not answer on 127.0.0.1:8090" >&2
+	return 1
+}
+
+do_install() {
+	install_deps
+	check_cuda
+	configure_build build --sysconfdir=/etc --localstatedir=/var
+	make -C build -j"$JOBS"
+	as_root make -C build install
+	if [ -d /run/systemd/system ]; then
+		as_root systemctl daemon-reload
+		as_root systemctl enable --now gemmd.service
+	else
+		# No systemd here (a container): run it in the background.
+		as_root sh -c 'nohup /usr/local/bin/gemmd >/var/log/gemmd.log 2>&1 &'
+	fi
+	wait_healthy
+	echo "bootstrap: gemmd is serving on http://127.0.0.1:8090"
+	curl -s http://127.0.0.1:8090/healthz
+}
+
+case "${1:-}" in
+install) do_install ;;
+test) do_test ;;
+*)
+	echo "usage: $0 install|test" >&2
+	exit 2
+	;;
+esac
