@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: MIT
+/*
+ * catalog.c - read kernel notes out of cubin ELF images.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "catalog.h"
+#include "log.h"
+#include "spec.h"
+#include "util.h"
+
+#define META_PREFIX "gemmd_meta_"
+#define CUBIN_SIZE_MAX (256u << 20)
+#define CATALOG_MAX 4096
+
+struct catalog {
+	struct kernel_info *kernels;
+	size_t n, alloc;
+};
+
+struct catalog *catalog_new(void)
+{
+	return calloc(1, sizeof(struct catalog));
+}
+
+struct catalog *catalog_free(struct catalog *c)
+{
+	if (!c)
+		return NULL;
+	free(c->kernels);
+	free(c);
+	return NULL;
+}
+
+size_t catalog_size(const struct catalog *c)
+{
+	return c ? c->n : 0;
+}
+
+const struct kernel_info *catalog_get(const struct catalog *c, size_t i)
+{
+	return c && i < c->n ? &c->kernels[i] : NULL;
+}
+
+const struct kernel_info *catalog_find(const struct catalog *c,
+				       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < catalog_size(c); i++)
+		if (strcmp(c->kernels[i].name, name) == 0)
+			return &c->kernels[i];
+	return NULL;
+}
+
+int catalog_add(struct catalog *c, const struct kernel_info *k)
+{
+	struct kernel_info *n;
+
+	if (catalog_find(c, k->name))
+		return -EEXIST;
+	if (c->n == CATALOG_MAX)
+		return -E2BIG;
+	if (c->n == c->alloc) {
+		size_t alloc = c->alloc ? c->alloc * 2 : 16;
+
+		n = reallocarray(c->kernels, alloc, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		c->kernels = n;
+		c->alloc = alloc;
+	}
+	c->kernels[c->n++] = *k;
+	return 0;
+}
+
+static int parse_uint(const char *v, unsigned int *ret)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || x > 0xffffffffu)
+		return -EINVAL;
+	*ret = (unsigned int)x;
+	return 0;
+}
+
+static int parse_pair(const char *v, unsigned int *x, unsigned int *y)
+{
+	int used = 0;
+
+	if (sscanf(v, "%5ux%5u%n", x, y, &used) != 2 ||
+	    (size_t)used != strlen(v))
+		return -EINVAL;
+	return 0;
+}
+
+static int set_enum(const char *v, int (*from_string)(const char *), int *ret)
+{
+	int r = from_string(v);
+
+	if (r < 0)
+		return r;
+	*ret = r;
+	return 0;
+}
+
+/* One key=value pair of a note; unknown keys are skipped (newer cubins). */
+static int kernel_info_set(struct kernel_info *k, const char *key,
+			   const char *v)
+{
+	int e, r = 0;
+
+	if (strcmp(key, "kernel") == 0) {
+		if (strlen(v) >= sizeof(k->name))
+			return -ENAMETOOLONG;
+		strcpy(k->name, v);
+	} else if (strcmp(key, "schedule") == 0) {
+		r = set_enum(v, gemm_schedule_from_string, &e);
+		k->schedule = e;
+	} else if (strcmp(key, "dtype") == 0) {
+		r = set_enum(v, gemm_dtype_from_string, &e);
+		k->dtype = e;
+	} else if (strcmp(key, "out") == 0) {
+		r = set_enum(v, gemm_dtype_from_string, &e);
+		k->out = e;
+	} else if (strcmp(key, "layout") == 0) {
+		r = set_enum(v, gemm_layout_from_string, &e);
+		k->layout = e;
+	} else if (strcmp(key, "tile") == 0) {
+		r = tile_parse(v, &k->tile);
+	} else if (strcmp(key, "threads") == 0) {
+		r = parse_uint(v, &k->threads);
+	} else if (strcmp(key, "smem_fixed") == 0) {
+		r = parse_uint(v, &k->smem_fixed);
+	} else if (strcmp(key, "smem_stage") == 0) {
+		r = parse_uint(v, &k->smem_stage);
+	} else if (strcmp(key, "min_stages") == 0) {
+		r = parse_uint(v, &k->min_stages);
+	} else if (strcmp(key, "max_stages") == 0) {
+		r = parse_uint(v, &k->max_stages);
+	} else if (strcmp(key, "cluster") == 0) {
+		r = parse_pair(v, &k->cluster_x, &k->cluster_y);
+	}
+	return r;
+}
+
+int kernel_info_parse(const char *note, const char *cubin,
+		      struct kernel_info *ret)
+{
+	struct kernel_info k = { .out = _GEMM_DTYPE_MAX };
+	char buf[512], *save = NULL, *tok;
+	bool has_schedule = false;
+
+	if (strlen(note) >= sizeof(buf) || strlen(cubin) >= sizeof(k.cubin))
+		return -ENAMETOOLONG;
+	strcpy(buf, note);
+	strcpy(k.cubin, cubin);
+	k.cluster_x = k.cluster_y = 1;
+
+	for (tok = strtok_r(buf, " \t\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\n", &save)) {
+		char *eq = strchr(tok, '=');
+		int r;
+
+		if (!eq)
+			return -EINVAL;
+		*eq = '\0';
+		r = kernel_info_set(&k, tok, eq + 1);
+		if (r < 0)
+			return r;
+		has_schedule |= strcmp(tok, "schedule") == 0;
+	}
+	if (!k.name[0] || !has_schedule || !k.tile.m || !k.threads ||
+	    !k.smem_stage || k.min_stages < 1 || k.max_stages < k.min_stages)
+		return -EINVAL;
+	if (k.out == _GEMM_DTYPE_MAX)
+		k.out = k.dtype;
+	*ret = k;
+	return 0;
+}
+
+static int read_file(const char *path, uint8_t **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADF;
+	if ((uint64_t)st.st_size > CUBIN_SIZE_MAX)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		got += (size_t)r;
+	}
+	*ret_len = got;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* Bounds-checked view of the ELF pieces we need. */
+struct elf_view {
+	const uint8_t *data;
+	size_t len;
+	const Elf64_Shdr *sh;
+	size_t shnum;
+};
+
+static bool in_file(const struct elf_view *e, uint64_t off, uint64_t size)
+{
+	return off <= e->len && size <= e->len - off;
+}
+
+static int elf_open(struct elf_view *e, const uint8_t *data, size_t len)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)data;
+
+	e->data = data;
+	e->len = len;
+	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr))
+		return -ENOEXEC;
+	if (!in_file(e, eh->e_shoff,
+		     (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)) ||
+	    eh->e_shoff % 8)
+		return -ENOEXEC;
+	e->sh = (const Elf64_Shdr *)(data + eh->e_shoff);
+	e->shnum = eh->e_shnum;
+	return 0;
+}
+
+static const char *elf_string(const struct elf_view *e, size_t strtab,
+			      uint32_t off)
+{
+	const Elf64_Shdr *s;
+	const char *p;
+
+	if (strtab >= e->shnum)
+		return NULL;
+	s = &e->sh[strtab];
+	if (!in_file(e, s->sh_offset, s->sh_size) || off >= s->sh_size)
+		return NULL;
+	p = (const char *)e->data + s->sh_offset + off;
+	if (!memchr(p, '\0', s->sh_size - off))
+		return NULL;
+	return p;
+}
+
+/* The bytes a symbol's value points at, as a NUL-terminated string. */
+static const char *elf_symbol_string(const struct elf_view *e,
+				     const Elf64_Sym *sym)
+{
+	const Elf64_Shdr *s;
+	const char *p;
+
+	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= e->shnum ||
+	    !sym->st_size)
+		return NULL;
+	s = &e->sh[sym->st_shndx];
+	if (s->sh_type == SHT_NOBITS || sym->st_value > s->sh_size ||
+	    sym->st_size > s->sh_size - sym->st_value ||
+	    !in_file(e, s->sh_offset + sym->st_value, sym->st_size))
+		return NULL;
+	p = (const char *)e->data + s->sh_offset + sym->st_value;
+	if (p[sym->st_size - 1] != '\0')
+		return NULL;
+	return p;
+}
+
+static bool elf_has_function(const struct elf_view *e, const Elf64_Shdr *symtab,
+			     const char *name)
+{
+	const Elf64_Sym *syms =
+		(const Elf64_Sym *)(e->data + symtab->sh_offset);
+	size_t i, n = symtab->sh_size / sizeof(Elf64_Sym);
+
+	for (i = 0; i < n; i++) {
+		const char *sn =
+			elf_string(e, symtab->sh_link, syms[i].st_name);
+
+		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && sn &&
+		    strcmp(sn, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int read_symtab(struct catalog *c, const struct elf_view *e,
+		       const Elf64_Shdr *symtab, const char *cubin)
+{
+	const Elf64_Sym *syms;
+	size_t i, n;
+	int found = 0;
+
+	if (!in_file(e, symtab->sh_offset, symtab->sh_size) ||
+	    symtab->sh_offset % 8)
+		return -ENOEXEC;
+	syms = (const Elf64_Sym *)(e->data + symtab->sh_offset);
+	n = symtab->sh_size / sizeof(Elf64_Sym);
+
+	for (i = 0; i < n; i++) {
+		const char *name =
+			elf_string(e, symtab->sh_link, syms[i].st_name);
+		struct kernel_info k;
+		const char *note;
+
+		if (!name || strncmp(name, META_PREFIX, strlen(META_PREFIX)) ||
+		    ELF64_ST_TYPE(syms[i].st_info) != STT_OBJECT)
+			continue;
+		note = elf_symbol_string(e, &syms[i]);
+		if (!note || kernel_info_parse(note, cubin, &k) < 0 ||
+		    strcmp(k.name, name + strlen(META_PREFIX)) != 0 ||
+		    !elf_has_function(e, symtab, k.name)) {
+			log_debug("%s: ignoring malformed note %s", cubin,
+				  name);
+			continue;
+		}
+		if (catalog_add(c, &k) == 0)
+			found++;
+	}
+	return found;
+}
+
+int catalog_read_cubin(struct catalog *c, const char *path)
+{
+	_cleanup_free_ uint8_t *data = NULL;
+	const char *base = strrchr(path, '/');
+	struct elf_view e;
+	size_t len = 0, i;
+	int r, found = 0;
+
+	base = base ? base + 1 : path;
+	r = read_file(path, &data, &len);
+	if (r < 0)
+		return r;
+	r = elf_open(&e, data, len);
+	if (r < 0)
+		return r;
+	for (i = 0; i < e.shnum; i++) {
+		if (e.sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		r = read_symtab(c, &e, &e.sh[i], base);
+		if (r < 0)
+			return r;
+		found += r;
+	}
+	return found;
+}
+
+static bool is_cubin(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 6 && strcmp(name + n - 6, ".cubin") == 0;
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	return strcmp(((const struct kernel_info *)a)->name,
+		      ((const struct kernel_info *)b)->name);
+}
+
+int catalog_load(const char *dir, struct catalog **ret)
+{
+	struct catalog *c;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	c = catalog_new();
+	if (!c) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		char path[4096];
+		int r;
+
+		if (!is_cubin(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		r = catalog_read_cubin(c, path);
+		if (r < 0)
+			log_warning_errno(r, "Skipping %s: %m", path);
+	}
+	closedir(d);
+	/* readdir order is arbitrary; keep listings stable. */
+	if (c->n)
+		qsort(c->kernels, c->n, sizeof(*c->kernels), cmp_kernel);
+	*ret = c;
+	return 0;
+}
+
+json_t *kernel_info_to_json(const struct kernel_info *k)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[i,i,i], s:i,"
+			 " s:i, s:i, s:i, s:i, s:[i,i]}",
+			 "name", k->name, "cubin", k->cubin, "schedule",
+			 gemm_schedule_to_string(k->schedule), "dtype",
+			 gemm_dtype_to_string(k->dtype), "out",
+			 gemm_dtype_to_string(k->out), "layout",
+			 gemm_layout_to_string(k->layout), "tile", k->tile.m,
+			 k->tile.n, k->tile.k, "threads", k->threads,
+			 "smem_fixed", k->smem_fixed, "smem_stage",
+			 k->smem_stage, "min_stages", k->min_stages,
+			 "max_stages", k->max_stages, "cluster", k->cluster_x,
+			 k->cluster_y);
+}
+
+json_t *catalog_to_json(const struct catalog *c)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	if (!a)
+		return NULL;
+	for (i = 0; i < catalog_size(c); i++)
+		json_array_append_new(a, kernel_info_to_json(&c->kernels[i]));
+	return a;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * catalog.h - the kernels our cubins hold, read from the files themselves.
+ *
+ * Every GEMM entry point in a cubin carries a note: a device string
+ * "gemmd_meta_<entry>" of key=value pairs (schedule, dtype, layout, tile,
+ * threads, shared memory per stage, stage limits, cluster limits).  The
+ * catalog reads those notes from the ELF symbol table, so it needs no GPU
+ * and no CUDA library.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "gemm.h"
+
+struct kernel_info {
+	char name[96];
+	char cubin[64];
+	enum gemm_schedule schedule;
+	enum gemm_dtype dtype;
+	enum gemm_dtype out;
+	enum gemm_layout layout;
+	struct gemm_tile tile;
+	unsigned int threads;
+	unsigned int smem_fixed; /* bytes besides the stage ring */
+	unsigned int smem_stage; /* bytes per pipeline stage */
+	unsigned int min_stages, max_stages;
+	unsigned int cluster_x, cluster_y; /* largest cluster accepted */
+};
+
+struct catalog;
+
+/* Reads every *.cubin in dir; a file that is not a readable cubin is skipped. */
+int catalog_load(const char *dir, struct catalog **ret);
+struct catalog *catalog_free(struct catalog *c);
+
+size_t catalog_size(const struct catalog *c);
+const struct kernel_info *catalog_get(const struct catalog *c, size_t i);
+const struct kernel_info *catalog_find(const struct catalog *c,
+				       const char *name);
+
+/* Parse one note ("kernel=... schedule=ws ..."); exposed for tests. */
+int kernel_info_parse(const char *note, const char *cubin,
+		      struct kernel_info *ret);
+/* Notes found in one cubin image; exposed for tests. */
+int catalog_read_cubin(struct catalog *c, const char *path);
+struct catalog *catalog_new(void);
+int catalog_add(struct catalog *c, const struct kernel_info *k);
+
+json_t *kernel_info_to_json(const struct kernel_info *k);
+json_t *catalog_to_json(const struct catalog *c);

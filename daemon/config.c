@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * config.c - defaults, config file and flags.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0"
+#endif
+
+/* Is there a built tree around this executable (BUILD/daemon/gemmd)? */
+static bool build_tree_paths(struct config *c)
+{
+	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
+	ssize_t n;
+	struct stat st;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	snprintf(probe, sizeof(probe), "%s/../kernels/gemm_ws.cubin", exe);
+	if (stat(probe, &st) < 0)
+		return false;
+	snprintf(probe, sizeof(probe), "%s/gemmd-worker", exe);
+	if (stat(probe, &st) < 0)
+		return false;
+	if (snprintf(c->worker_path, sizeof(c->worker_path), "%s/gemmd-worker",
+		     exe) >= (int)sizeof(c->worker_path))
+		return false;
+	snprintf(probe, sizeof(probe), "%s/../kernels", exe);
+	if (!realpath(probe, c->kernel_dir))
+		return false;
+	return true;
+}
+
+void config_defaults(struct config *c)
+{
+	const char *state = getenv("STATE_DIRECTORY");
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8090");
+	/* systemd's StateDirectory= may hand us a colon-separated list. */
+	if (state && *state)
+		snprintf(c->state_dir, sizeof(c->state_dir), "%.*s",
+			 (int)strcspn(state, ":"), state);
+	else
+		snprintf(c->state_dir, sizeof(c->state_dir), "%s/lib/gemmd",
+			 LOCALSTATEDIR);
+	if (!build_tree_paths(c)) {
+		snprintf(c->kernel_dir, sizeof(c->kernel_dir), "%s", KERNELDIR);
+		snprintf(c->worker_path, sizeof(c->worker_path),
+			 "%s/gemmd-worker", LIBEXECDIR);
+	}
+	snprintf(c->config_file, sizeof(c->config_file), "%s/gemmd/gemmd.conf",
+		 SYSCONFDIR);
+	c->max_queued = 10000;
+	c->max_kept = 100000;
+	c->max_body = 1 << 20;
+	c->max_wait = 3600;
+	c->max_connections = 1024;
+	c->per_ip_connections = 256;
+	c->connection_timeout = 60;
+	c->job_timeout_max = 600;
+}
+
+static int set_string(char *dst, size_t len, const char *v)
+{
+	if (!*v || strlen(v) >= len)
+		return -EINVAL;
+	strcpy(dst, v);
+	return 0;
+}
+
+static int set_uint(unsigned int *dst, const char *v)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || x > 1000000000ul)
+		return -EINVAL;
+	*dst = (unsigned int)x;
+	return 0;
+}
+
+/* One setting by name, as both the file and the flags spell it. */
+static int config_set(struct config *c, const char *key, const char *v)
+{
+	if (!strcmp(key, "listen"))
+		return set_string(c->listen, sizeof(c->listen), v);
+	if (!strcmp(key, "state-dir"))
+		return set_string(c->state_dir, sizeof(c->state_dir), v);
+	if (!strcmp(key, "kernel-dir"))
+		return set_string(c->kernel_dir, sizeof(c->kernel_dir), v);
+	if (!strcmp(key, "worker"))
+		return set_string(c->worker_path, sizeof(c->worker_path), v);
+	if (!strcmp(key, "max-queued"))
+		return set_uint(&c->max_queued, v);
+	if (!strcmp(key, "max-kept"))
+		return set_uint(&c->max_kept, v);
+	if (!strcmp(key, "max-body"))
+		return set_uint(&c->max_body, v);
+	if (!strcmp(key, "max-wait"))
+		return set_uint(&c->max_wait, v);
+	if (!strcmp(key, "max-connections"))
+		return set_uint(&c->max_connections, v);
+	if (!strcmp(key, "per-ip-connections"))
+		return set_uint(&c->per_ip_connections, v);
+	if (!strcmp(key, "connection-timeout"))
+		return set_uint(&c->connection_timeout, v);
+	if (!strcmp(key, "job-timeout-max"))
+		return set_uint(&c->job_timeout_max, v);
+	return -ENOENT;
+}
+
+static char *strip(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' ||
+			 e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+int config_load_file(struct config *c, const char *path, char *err,
+		     size_t errlen)
+{
+	char line[1024];
+	unsigned int lineno = 0;
+	FILE *f;
+	int r = 0;
+
+	f = fopen(path, "re");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s = strip(line), *eq;
+
+		lineno++;
+		if (!*s || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%u: expected 'key = value'",
+				 path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		r = config_set(c, strip(s), strip(eq + 1));
+		if (r < 0) {
+			snprintf(err, errlen, "%s:%u: %s '%s'", path, lineno,
+				 r == -ENOENT ? "unknown key" : "bad value for",
+				 strip(s));
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static void usage(void)
+{
+	printf("Usage: gemmd [OPTIONS]\n"
+	       "GEMM benchmark daemon: runs and times GEMM jobs on this node's GPUs.\n\n"
+	       "  -l, --listen HOST:PORT   address to serve on (default 127.0.0.1:8090)\n"
+	       "  -s, --state-dir DIR      state directory\n"
+	       "  -k, --kernel-dir DIR     where the cubins are\n"
+	       "  -c, --config FILE        config file (key = value lines)\n"
+	       "  -w, --worker PATH        the gemmd-worker program\n"
+	       "  -d, --debug              debug logging\n"
+	       "  -h, --help               this text\n"
+	       "  -V, --version            print the version\n");
+}
+
+int config_parse_args(struct config *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "kernel-dir", required_argument, NULL, 'k' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "worker", required_argument, NULL, 'w' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{}
+	};
+	static const char *const keys[128] = {
+		['l'] = "listen",
+		['s'] = "state-dir",
+		['k'] = "kernel-dir",
+		['w'] = "worker",
+	};
+	char err[512];
+	bool explicit_config = false;
+	int opt, r;
+
+	/* The config file first, so that flags override what it says. */
+	for (optind = 1; (opt = getopt_long(argc, argv, "l:s:k:c:w:dhV", opts,
+					    NULL)) != -1;) {
+		if (opt == 'c') {
+			snprintf(c->config_file, sizeof(c->config_file), "%s",
+				 optarg);
+			explicit_config = true;
+		} else if (opt == 'h') {
+			usage();
+			return 1;
+		} else if (opt == 'V') {
+			printf("gemmd %s\n", PACKAGE_VERSION);
+			return 1;
+		} else if (opt == '?') {
+			return -EINVAL;
+		}
+	}
+	if (explicit_config || access(c->config_file, R_OK) == 0) {
+		r = config_load_file(c, c->config_file, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "%s", err);
+	}
+	for (optind = 1; (opt = getopt_long(argc, argv, "l:s:k:c:w:dhV", opts,
+					    NULL)) != -1;) {
+		if (opt == 'd') {
+			c->debug = true;
+		} else if (opt < 128 && keys[opt]) {
+			r = config_set(c, keys[opt], optarg);
+			if (r < 0)
+				return log_error_errno(
+					r, "Bad value for --%s: '%s'",
+					keys[opt], optarg);
+		}
+	}
+	if (optind < argc)
+		return log_error_errno(-EINVAL, "Unexpected argument '%s'",
+				       argv[optind]);
+	return 0;
+}

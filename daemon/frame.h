@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frame.h - JSON messages over a stream socket between gemmd and its
+ * workers: a 4-byte big-endian length, then that many bytes of JSON.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define FRAME_MAX (16u << 20)
+
+struct frame_reader {
+	uint8_t *buf;
+	size_t len, alloc;
+};
+
+/* Writes the whole frame, waiting out EAGAIN on non-blocking sockets. */
+int frame_write(int fd, const json_t *msg);
+
+/* Blocking read of one frame; -EPIPE at a clean end of stream. */
+int frame_read(int fd, json_t **ret);
+
+/* Non-blocking side: pull what the socket has, then take whole frames. */
+int frame_reader_feed(struct frame_reader *fr, int fd);
+int frame_reader_next(struct frame_reader *fr, json_t **ret);
+void frame_reader_done(struct frame_reader *fr);

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gemm.c - names of the enums in gemm.h, as the API spells them.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "util.h"
+
+static const char *const dtype_names[_GEMM_DTYPE_MAX] = {
+	[GEMM_DTYPE_BF16] = "bf16",
+	[GEMM_DTYPE_FP16] = "fp16",
+};
+
+static const char *const layout_names[_GEMM_LAYOUT_MAX] = {
+	[GEMM_LAYOUT_TN] = "tn",
+};
+
+static const char *const schedule_names[_GEMM_SCHEDULE_MAX] = {
+	[GEMM_SCHEDULE_WS] = "ws",
+};
+
+static const char *const init_names[_GEMM_INIT_MAX] = {
+	[GEMM_INIT_NORMAL] = "normal",
+	[GEMM_INIT_UNIFORM] = "uniform",
+	[GEMM_INIT_RANDINT] = "randint",
+};
+
+const char *gemm_dtype_to_string(enum gemm_dtype d)
+{
+	return string_table_lookup(dtype_names, ARRAY_SIZE(dtype_names), d);
+}
+
+int gemm_dtype_from_string(const char *s)
+{
+	return string_table_find(dtype_names, ARRAY_SIZE(dtype_names), s);
+}
+
+unsigned int gemm_dtype_size(enum gemm_dtype d)
+{
+	switch (d) {
+	case GEMM_DTYPE_BF16:
+	case GEMM_DTYPE_FP16:
+		return 2;
+	case _GEMM_DTYPE_MAX:
+		break;
+	}
+	return 0;
+}
+
+const char *gemm_layout_to_string(enum gemm_layout l)
+{
+	return string_table_lookup(layout_names, ARRAY_SIZE(layout_names), l);
+}
+
+int gemm_layout_from_string(const char *s)
+{
+	return string_table_find(layout_names, ARRAY_SIZE(layout_names), s);
+}
+
+const char *gemm_schedule_to_string(enum gemm_schedule s)
+{
+	return string_table_lookup(schedule_names, ARRAY_SIZE(schedule_names),
+				   s);
+}
+
+int gemm_schedule_from_string(const char *s)
+{
+	return string_table_find(schedule_names, ARRAY_SIZE(schedule_names), s);
+}
+
+const char *gemm_init_to_string(enum gemm_init i)
+{
+	return string_table_lookup(init_names, ARRAY_SIZE(init_names), i);
+}
+
+int gemm_init_from_string(const char *s)
+{
+	return string_table_find(init_names, ARRAY_SIZE(init_names), s);
+}
+
+double gemm_flops(const struct gemm_spec *spec)
+{
+	return 2.0 * (double)spec->m * (double)spec->n * (double)spec->k;
+}

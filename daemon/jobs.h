@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobs.h - the job table: every accepted job, its state and its result.
+ *
+ * A job moves queued -> running -> done | failed | timeout, or to
+ * cancelled from queued or running.  The store keeps jobs in creation
+ * order and a FIFO of queued ones; finished jobs are kept until the
+ * retention limit, oldest first out.  Nothing here blocks or does I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "gemm.h"
+#include "list.h"
+
+enum job_state {
+	JOB_QUEUED,
+	JOB_RUNNING,
+	JOB_DONE,
+	JOB_FAILED,
+	JOB_TIMEOUT,
+	JOB_CANCELLED,
+	_JOB_STATE_MAX,
+};
+
+#define JOB_ID_LEN 16
+
+struct job {
+	char id[JOB_ID_LEN + 1];
+	enum job_state state;
+	char reason[512];
+	struct gemm_spec spec;
+	bool planned;
+	struct gemm_plan plan;
+	json_t *device; /* identity of the GPU it ran on, or NULL */
+	json_t *result; /* the worker's result object, or NULL */
+	uint64_t created_usec, started_usec, finished_usec; /* wall clock */
+	unsigned int deadline_sec;
+	struct list_head all; /* job_store.jobs, creation order */
+	struct list_head queue; /* job_store.queue while queued */
+};
+
+struct job_store;
+
+typedef void (*job_changed_fn)(struct job *job, void *userdata);
+
+struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept);
+struct job_store *job_store_free(struct job_store *s);
+void job_store_set_notify(struct job_store *s, job_changed_fn fn,
+			  void *userdata);
+
+/* A new queued job (or one finished at once, for dry runs: see job_finish). */
+int job_store_add(struct job_store *s, const struct gemm_spec *spec,
+		  struct job **ret);
+struct job *job_store_find(struct job_store *s, const char *id);
+
+/* The oldest queued job that may run on this device index, or NULL. */
+struct job *job_store_next_for(struct job_store *s, int device);
+unsigned int job_store_queued(const struct job_store *s);
+unsigned int job_store_count(const struct job_store *s);
+
+void job_start(struct job_store *s, struct job *job, json_t *device);
+void job_finish(struct job_store *s, struct job *job, enum job_state state,
+		json_t *result, const char *reason_fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+bool job_state_is_final(enum job_state st);
+const char *job_state_to_string(enum job_state st);
+int job_state_from_string(const char *s);
+
+json_t *job_to_json(const struct job *job);
+/* All jobs in creation order, optionally only those in one state (-1: all). */
+json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit);

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+/*
+ * log.c - levelled logging to stderr.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *log_ident = "gemmd";
+static int log_max_level = LOG_INFO;
+static bool log_prefix_level;
+
+void log_setup(const char *ident)
+{
+	const char *level = getenv("GEMMD_LOG_LEVEL");
+
+	log_ident = ident;
+	/* The journal reads "<N>" prefixes when stderr is connected to it. */
+	log_prefix_level = getenv("JOURNAL_STREAM") != NULL;
+	if (level && strcmp(level, "debug") == 0)
+		log_max_level = LOG_DEBUG;
+}
+
+void log_set_max_level(int level)
+{
+	log_max_level = level;
+}
+
+int log_get_max_level(void)
+{
+	return log_max_level;
+}
+
+int log_internal(int level, int err, const char *file, int line,
+		 const char *func, const char *fmt, ...)
+{
+	int saved_errno = errno;
+	char msg[1024];
+	va_list ap;
+
+	if (err < 0)
+		err = -err;
+	if (level > log_max_level)
+		return -err;
+
+	/* Let %m in fmt name the error we were given, not a stale errno. */
+	errno = err;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	if (log_prefix_level)
+		fprintf(stderr, "<%d>", level);
+	if (log_max_level >= LOG_DEBUG)
+		fprintf(stderr, "%s: %s:%d %s(): %s\n", log_ident, file, line,
+			func, msg);
+	else
+		fprintf(stderr, "%s: %s\n", log_ident, msg);
+	errno = saved_errno;
+	return -err;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plan.h - can this spec run here, and how: pick the kernel from the
+ * catalog and derive the launch (grid, block, cluster, shared memory).
+ *
+ * Everything a launch could fail on is checked here, so that a job the
+ * daemon accepts does not fail at launch: a spec that is valid JSON but
+ * cannot run gets a 422 naming the field and the reason.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "catalog.h"
+#include "gemm.h"
+#include "util.h"
+
+/* What planning needs to know of a device; zeros mean "not known". */
+struct device_limits {
+	unsigned int sm_count;
+	unsigned int smem_optin; /* max dynamic shared memory per block */
+	uint64_t memory_bytes;
+};
+
+/* The H100/H200 opt-in limit: 227 KiB of dynamic shared memory. */
+#define PLAN_SMEM_OPTIN_SM90 232448u
+
+int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
+		 const struct device_limits *dev, struct gemm_plan *ret,
+		 struct gemmd_error *err);
+
+/* Device memory a job allocates: A, B, D and the fp32 reference. */
+uint64_t plan_memory_bytes(const struct gemm_spec *spec);
+
+/* Seconds a job may run before its worker is killed: from its size, capped. */
+unsigned int plan_deadline_sec(const struct gemm_spec *spec);
+
+json_t *plan_to_json(const struct gemm_plan *plan);
+int plan_from_json(json_t *j, struct gemm_plan *ret);

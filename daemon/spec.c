@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spec.c - parse and validate job requests.
+ *
+ * Each JSON object of a request is walked key by key against a table of
+ * known fields, so an unknown or misspelt key is an error that names it
+ * rather than something silently ignored.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "spec.h"
+
+struct field {
+	const char *name;
+	int (*parse)(json_t *v, const char *path, struct gemm_spec *spec,
+		     struct gemmd_error *err);
+};
+
+static int walk_object(json_t *obj, const char *path,
+		       const struct field *fields, size_t n,
+		       struct gemm_spec *spec, struct gemmd_error *err);
+
+void spec_init(struct gemm_spec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->dtype = GEMM_DTYPE_BF16;
+	spec->layout = GEMM_LAYOUT_TN;
+	spec->schedule = GEMM_SCHEDULE_WS;
+	spec->cluster_x = 1;
+	spec->cluster_y = 1;
+	spec->warmup = 10;
+	spec->iterations = 50;
+	spec->verify = true;
+	spec->init = GEMM_INIT_NORMAL;
+	spec->seed = 1;
+	spec->device = -1;
+}
+
+static int bad_type(struct gemmd_error *err, const char *path, const char *want)
+{
+	return gemmd_error_set(err, 400, "invalid_type", path,
+			       "'%s' must be %s", path, want);
+}
+
+static int get_int(json_t *v, const char *path, json_int_t min, json_int_t max,
+		   json_int_t *ret, struct gemmd_error *err)
+{
+	json_int_t x = 0;
+
+	if (!json_is_integer(v))
+		return bad_type(err, path, "an integer");
+	x = json_integer_value(v);
+	if (x < min || x > max)
+		return gemmd_error_set(err, 400, "out_of_range", path,
+				       "'%s' is %" JSON_INTEGER_FORMAT
+				       ", outside %" JSON_INTEGER_FORMAT
+				       "..%" JSON_INTEGER_FORMAT,
+				       path, x, min, max);
+	*ret = x;
+	return 0;
+}
+
+static int get_uint(json_t *v, const char *path, unsigned int min,
+		    unsigned int max, unsigned int *ret,
+		    struct gemmd_error *err)
+{
+	json_int_t x = 0;
+	int r = get_int(v, path, min, max, &x, err);
+
+	if (r < 0)
+		return r;
+	*ret = (unsigned int)x;
+	return 0;
+}
+
+static int get_bool(json_t *v, const char *path, bool *ret,
+		    struct gemmd_error *err)
+{
+	if (!json_is_boolean(v))
+		return bad_type(err, path, "true or false");
+	*ret = json_is_true(v);
+	return 0;
+}
+
+/* An enum spelt as a string; "allowed" lists the values for the message. */
+static int get_enum(json_t *v, const char *path,
+		    int (*from_string)(const char *), const char *allowed,
+		    int *ret, struct gemmd_error *err)
+{
+	int r;
+
+	if (!json_is_string(v))
+		return bad_type(err, path, "a string");
+	r = from_string(json_string_value(v));
+	if (r < 0)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is \"%s\"; expected one of %s",
+				       path, json_string_value(v), allowed);
+	*ret = r;
+	return 0;
+}
+
+static int parse_dim(json_t *v, const char *path, uint64_t *ret,
+		     struct gemmd_error *err)
+{
+	json_int_t x = 0;
+	int r = get_int(v, path, 1, SPEC_DIM_MAX, &x, err);
+
+	if (r < 0)
+		return r;
+	*ret = (uint64_t)x;
+	return 0;
+}
+
+static int parse_m(json_t *v, const char *path, struct gemm_spec *spec,
+		   struct gemmd_error *err)
+{
+	return parse_dim(v, path, &spec->m, err);
+}
+
+static int parse_n(json_t *v, const char *path, struct gemm_spec *spec,
+		   struct gemmd_error *err)
+{
+	return parse_dim(v, path, &spec->n, err);
+}
+
+static int parse_k(json_t *v, const char *path, struct gemm_spec *spec,
+		   struct gemmd_error *err)
+{
+	return parse_dim(v, path, &spec->k, err);
+}
+
+static int parse_dtype(json_t *v, const char *path, struct gemm_spec *spec,
+		       struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_dtype_from_string, "\"bf16\", \"fp16\"", &x,
+		     err);
+	if (r < 0)
+		return r;
+	spec->dtype = x;
+	return 0;
+}
+
+static int parse_layout(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_layout_from_string, "\"tn\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->layout = x;
+	return 0;
+}
+
+static int parse_schedule(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_schedule_from_string, "\"ws\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->schedule = x;
+	return 0;
+}
+
+int tile_parse(const char *s, struct gemm_tile *ret)
+{
+	unsigned int m, n, k;
+	int used = 0;
+
+	if (sscanf(s, "%3ux%3ux%3u%n", &m, &n, &k, &used) != 3 ||
+	    (size_t)used != strlen(s) || !m || !n || !k)
+		return -EINVAL;
+	ret->m = m;
+	ret->n = n;
+	ret->k = k;
+	return 0;
+}
+
+char *tile_format(const struct gemm_tile *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%ux%ux%u", t->m, t->n, t->k);
+	return buf;
+}
+
+static int parse_tile(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	if (json_is_null(v)) {
+		memset(&spec->tile, 0, sizeof(spec->tile));
+		return 0;
+	}
+	if (!json_is_string(v))
+		return bad_type(err, path, "a string like \"128x256x64\"");
+	if (tile_parse(json_string_value(v), &spec->tile) < 0)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is \"%s\"; expected MxNxK such "
+				       "as \"128x256x64\"",
+				       path, json_string_value(v));
+	return 0;
+}
+
+static int parse_stages(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	if (json_is_null(v)) {
+		spec->stages = 0;
+		return 0;
+	}
+	return get_uint(v, path, 1, SPEC_STAGES_MAX, &spec->stages, err);
+}
+
+static int parse_cluster(json_t *v, const char *path, struct gemm_spec *spec,
+			 struct gemmd_error *err)
+{
+	char sub[64];
+	int r;
+
+	if (!json_is_array(v) || json_array_size(v) != 2)
+		return bad_type(err, path, "an array of two integers [x, y]");
+	snprintf(sub, sizeof(sub), "%s[0]", path);
+	r = get_uint(json_array_get(v, 0), sub, 1, SPEC_CLUSTER_MAX,
+		     &spec->cluster_x, err);
+	if (r < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s[1]", path);
+	return get_uint(json_array_get(v, 1), sub, 1, SPEC_CLUSTER_MAX,
+			&spec->cluster_y, err);
+}
+
+static const struct field kernel_fields[] = {
+	{ "schedule", parse_schedule },
+	{ "tile", parse_tile },
+	{ "stages", parse_stages },
+	{ "cluster", parse_cluster },
+};
+
+static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	return walk_object(v, path, kernel_fields, ARRAY_SIZE(kernel_fields),
+			   spec, err);
+}
+
+static int parse_warmup(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	return get_uint(v, path, 0, SPEC_WARMUP_MAX, &spec->warmup, err);
+}
+
+static int parse_iterations(json_t *v, const char *path, struct gemm_spec *spec,
+			    struct gemmd_error *err)
+{
+	return get_uint(v, path, 1, SPEC_ITERATIONS_MAX, &spec->iterations,
+			err);
+}
+
+static const struct field timing_fields[] = {
+	{ "warmup", parse_warmup },
+	{ "iterations", parse_iterations },
+};
+
+static int parse_timing(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	return walk_object(v, path, timing_fields, ARRAY_SIZE(timing_fields),
+			   spec, err);
+}
+
+static int parse_enabled(json_t *v, const char *path, struct gemm_spec *spec,
+			 struct gemmd_error *err)
+{
+	return get_bool(v, path, &spec->verify, err);
+}
+
+static int parse_init(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_init_from_string,
+		     "\"normal\", \"uniform\", \"randint\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->init = x;
+	return 0;
+}
+
+static int parse_seed(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	json_int_t x = 0;
+	int r = get_int(v, path, 0, INT64_MAX, &x, err);
+
+	if (r < 0)
+		return r;
+	spec->seed = (uint64_t)x;
+	return 0;
+}
+
+/* The reference runs on the device; "cublas" arrives with the baseline. */
+static int parse_reference(json_t *v, const char *path, struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	if (!json_is_string(v))
+		return bad_type(err, path, "a string");
+	if (strcmp(json_string_value(v), "device") != 0)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is \"%s\"; expected \"device\"",
+				       path, json_string_value(v));
+	return 0;
+}
+
+static const struct field verify_fields[] = {
+	{ "enabled", parse_enabled },
+	{ "init", parse_init },
+	{ "seed", parse_seed },
+	{ "reference", parse_reference },
+};
+
+static int parse_verify(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	return walk_object(v, path, verify_fields, ARRAY_SIZE(verify_fields),
+			   spec, err);
+}
+
+static int parse_device(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	json_int_t x = 0;
+	int r;
+
+	if (json_is_null(v)) {
+		spec->device = -1;
+		return 0;
+	}
+	r = get_int(v, path, -1, SPEC_DEVICE_MAX, &x, err);
+	if (r < 0)
+		return r;
+	spec->device = (int)x;
+	return 0;
+}
+
+static int parse_dry_run(json_t *v, const char *path, struct gemm_spec *spec,
+			 struct gemmd_error *err)
+{
+	return get_bool(v, path, &spec->dry_run, err);
+}
+
+static int parse_label(json_t *v, const char *path, struct gemm_spec *spec,
+		       struct gemmd_error *err)
+{
+	if (!json_is_string(v))
+		return bad_type(err, path, "a string");
+	if (json_string_length(v) >= sizeof(spec->label))
+		return gemmd_error_set(err, 400, "out_of_range", path,
+				       "'%s' is longer than %zu bytes", path,
+				       sizeof(spec->label) - 1);
+	snprintf(spec->label, sizeof(spec->label), "%s", json_string_value(v));
+	return 0;
+}
+
+static const struct field job_fields[] = {
+	{ "m", parse_m },	    { "n", parse_n },
+	{ "k", parse_k },	    { "dtype", parse_dtype },
+	{ "layout", parse_layout }, { "kernel", parse_kernel },
+	{ "timing", parse_timing }, { "verify", parse_verify },
+	{ "device", parse_device }, { "dry_run", parse_dry_run },
+	{ "label", parse_label },
+};
+
+static int walk_object(json_t *obj, const char *path,
+		       const struct field *fields, size_t n,
+		       struct gemm_spec *spec, struct gemmd_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(obj))
+		return bad_type(err, path[0] ? path : "(body)", "an object");
+
+	json_object_foreach(obj, key, v) {
+		char sub[64];
+		size_t i;
+		int r;
+
+		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "",
+			 key);
+		for (i = 0; i < n; i++)
+			if (strcmp(fields[i].name, key) == 0)
+				break;
+		if (i == n)
+			return gemmd_error_set(err, 400, "unknown_field", sub,
+					       "unknown field '%s'", sub);
+		r = fields[i].parse(v, sub, spec, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int require(json_t *root, const char *key, struct gemmd_error *err)
+{
+	if (!json_object_get(root, key))
+		return gemmd_error_set(err, 400, "missing_field", key,
+				       "'%s' is required", key);
+	return 0;
+}
+
+int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
+{
+	struct gemm_spec spec;
+	int r;
+
+	spec_init(&spec);
+	r = walk_object(root, "", job_fields, ARRAY_SIZE(job_fields), &spec,
+			err);
+	if (r < 0)
+		return r;
+	r = require(root, "m", err);
+	if (r >= 0)
+		r = require(root, "n", err);
+	if (r >= 0)
+		r = require(root, "k", err);
+	if (r < 0)
+		return r;
+	*ret = spec;
+	return 0;
+}
+
+/* Map jansson's parse errors onto stable codes a client can branch on. */
+static const char *parse_error_code(const json_error_t *jerr)
+{
+	/* An if-chain, not a switch: the enum grows between jansson releases. */
+	enum json_error_code c = json_error_code(jerr);
+
+	if (c == json_error_duplicate_key)
+		return "duplicate_key";
+	if (c == json_error_numeric_overflow)
+		return "numeric_overflow";
+	if (c == json_error_null_character || c == json_error_null_byte_in_key)
+		return "null_byte";
+	if (c == json_error_invalid_utf8)
+		return "invalid_utf8";
+	if (strstr(jerr->text, "depth"))
+		return "too_deep";
+	return "invalid_json";
+}
+
+int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
+	       struct gemmd_error *err)
+{
+	json_error_t jerr;
+	json_t *root;
+	int r;
+
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return gemmd_error_set(err, 400, parse_error_code(&jerr), NULL,
+				       "invalid JSON at line %d, column %d: "
+				       "%s",
+				       jerr.line, jerr.column, jerr.text);
+	r = spec_from_json(root, ret, err);
+	json_decref(root);
+	return r;
+}
+
+json_t *spec_to_json(const struct gemm_spec *spec)
+{
+	char tile[32];
+	json_t *t = NULL;
+
+	if (spec->tile.m)
+		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
+	return json_pack(
+		"{s:I, s:I, s:I, s:s, s:s,"
+		" s:{s:s, s:o, s:o, s:[I,I]},"
+		" s:{s:I, s:I},"
+		" s:{s:b, s:s, s:I, s:s},"
+		" s:I, s:b, s:s}",
+		"m", (json_int_t)spec->m, "n", (json_int_t)spec->n, "k",
+		(json_int_t)spec->k, "dtype", gemm_dtype_to_string(spec->dtype),
+		"layout", gemm_layout_to_string(spec->layout), "kernel",
+		"schedule", gemm_schedule_to_string(spec->schedule), "tile",
+		t ? t : json_null(), "stages",
+		spec->stages ? json_integer(spec->stages) : json_null(),
+		"cluster", (json_int_t)spec->cluster_x,
+		(json_int_t)spec->cluster_y, "timing", "warmup",
+		(json_int_t)spec->warmup, "iterations",
+		(json_int_t)spec->iterations, "verify", "enabled", spec->verify,
+		"init", gemm_init_to_string(spec->init), "seed",
+		(json_int_t)spec->seed, "reference", "device", "device",
+		(json_int_t)spec->device, "dry_run", spec->dry_run, "label",
+		spec->label);
+}

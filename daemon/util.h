@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.h - small helpers every module uses: cleanup attributes, errno
+ * conversion, string tables, time.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+/* Hand ownership on: returns the pointer and clears the variable. */
+#define TAKE_PTR(p)                      \
+	({                               \
+		__typeof__(p) _p_ = (p); \
+		(p) = NULL;              \
+		_p_;                     \
+	})
+
+#define TAKE_FD(fd)              \
+	({                       \
+		int _fd_ = (fd); \
+		(fd) = -1;       \
+		_fd_;            \
+	})
+
+/* Turn libc's -1/errno convention into a negative errno. */
+#define RET_NERRNO(expr)                       \
+	({                                     \
+		__typeof__(expr) _r_ = (expr); \
+		_r_ < 0 ? -errno : _r_;        \
+	})
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d)-1) / (d))
+
+const char *string_table_lookup(const char *const *table, size_t n, int i);
+int string_table_find(const char *const *table, size_t n, const char *s);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
+uint64_t now_usec(void);
+uint64_t wallclock_usec(void);
+/* RFC 3339 UTC with milliseconds; buf must hold 32 bytes. */
+char *format_rfc3339(uint64_t usec, char *buf, size_t len);
+
+int random_bytes(void *buf, size_t len);
+int fd_set_cloexec(int fd, bool on);
+int fd_set_nonblock(int fd, bool on);
+
+/*
+ * An error to report to an API client: HTTP status, a stable machine code
+ * ("unknown_field", "out_of_range", ...), the offending field as a dotted
+ * path ("kernel.stages"), and a sentence for humans.
+ */
+struct gemmd_error {
+	unsigned int status;
+	char code[32];
+	char field[64];
+	char message[256];
+};
+
+/* Fills e and returns -EINVAL, so callers can "return gemmd_error_set(...)". */
+int gemmd_error_set(struct gemmd_error *e, unsigned int status,
+		    const char *code, const char *field, const char *fmt, ...)
+	_printf_(5, 6);
