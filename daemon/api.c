@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/*
+ * api.c - routes of the v1 API.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "list.h"
+#include "log.h"
+#include "plan.h"
+#include "spec.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0"
+#endif
+
+struct api {
+	sd_event *event;
+	struct job_store *jobs;
+	struct workers *workers;
+	const struct catalog *catalog;
+	unsigned int max_wait;
+	struct list_head waiters;
+	uint64_t start_usec;
+};
+
+/* A request held until its job ends or its wait runs out. */
+struct waiter {
+	struct list_head link;
+	struct api *api;
+	struct http_request *req;
+	char id[JOB_ID_LEN + 1];
+	sd_event_source *timer;
+	bool created; /* POST: answer 202 while still not final */
+};
+
+int api_new(sd_event *event, struct job_store *jobs, struct workers *workers,
+	    const struct catalog *catalog, unsigned int max_wait,
+	    struct api **ret)
+{
+	struct api *api = calloc(1, sizeof(*api));
+
+	if (!api)
+		return -ENOMEM;
+	api->event = sd_event_ref(event);
+	api->jobs = jobs;
+	api->workers = workers;
+	api->catalog = catalog;
+	api->max_wait = max_wait;
+	api->start_usec = now_usec();
+	list_init(&api->waiters);
+	*ret = api;
+	return 0;
+}
+
+struct api *api_free(struct api *api)
+{
+	struct list_head *pos, *tmp;
+
+	if (!api)
+		return NULL;
+	list_for_each_safe(pos, tmp, &api->waiters) {
+		struct waiter *w = list_entry(pos, struct waiter, link);
+
+		list_del_init(&w->link);
+		w->timer = sd_event_source_disable_unref(w->timer);
+		http_request_resume(w->req);
+	}
+	sd_event_unref(api->event);
+	free(api);
+	return NULL;
+}
+
+static void waiter_destroy(void *data)
+{
+	struct waiter *w = data;
+
+	list_del_init(&w->link);
+	sd_event_source_disable_unref(w->timer);
+	free(w);
+}
+
+static void waiter_wake(struct waiter *w)
+{
+	list_del_init(&w->link);
+	w->timer = sd_event_source_disable_unref(w->timer);
+	http_request_resume(w->req);
+}
+
+static int on_wait_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	waiter_wake(userdata);
+	return 0;
+}
+
+void api_job_changed(struct job *job, void *userdata)
+{
+	struct api *api = userdata;
+	struct list_head *pos, *tmp;
+
+	if (!job_state_is_final(job->state))
+		return;
+	list_for_each_safe(pos, tmp, &api->waiters) {
+		struct waiter *w = list_entry(pos, struct waiter, link);
+
+		if (strcmp(w->id, job->id) == 0)
+			waiter_wake(w);
+	}
+}
+
+static int hold_request(struct api *api, struct http_request *req,
+			const struct job *job, unsigned int wait, bool created)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->api = api;
+	w->req = req;
+	w->created = created;
+	snprintf(w->id, sizeof(w->id), "%s", job->id);
+	r = sd_event_add_time_relative(api->event, &w->timer, CLOCK_MONOTONIC,
+				       (uint64_t)wait * 1000000ull, 0,
+				       on_wait_timeout, w);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	list_init(&w->link);
+	list_add_tail(&w->link, &api->waiters);
+	http_request_set_data(req, w, waiter_destroy);
+	http_request_suspend(req);
+	return 0;
+}
+
+static int respond_job(struct http_request *req, const struct job *job,
+		       bool created)
+{
+	char location[64];
+	unsigned int status = 200;
+
+	if (created && !job_state_is_final(job->state))
+		status = 202;
+	snprintf(location, sizeof(location), "/v1/jobs/%s", job->id);
+	return http_respond_json(req, status, job_to_json(job),
+				 created ? "Location" : NULL, location);
+}
+
+/* ?wait=SECONDS: 0..max_wait; absent means do not wait. */
+static int parse_wait(struct api *api, struct http_request *req,
+		      unsigned int *ret)
+{
+	const char *v = http_request_query(req, "wait");
+	char *end;
+	unsigned long x;
+
+	*ret = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || x > api->max_wait) {
+		http_respond_errorf(req, 400, "invalid_value", "wait",
+				    "'wait' must be whole seconds, 0..%u",
+				    api->max_wait);
+		return -EINVAL;
+	}
+	*ret = (unsigned int)x;
+	return 0;
+}
+
+static int check_device(struct api *api, const struct gemm_spec *spec,
+			struct device_limits *lim, struct gemmd_error *err)
+{
+	unsigned int n = workers_count(api->workers);
+
+	memset(lim, 0, sizeof(*lim));
+	if (!n && !spec->dry_run)
+		return gemmd_error_set(err, 503, "no_device", NULL,
+				       "this node has no usable GPU, so GPU "
+				       "jobs are refused (dry_run works)");
+	if (n && spec->device >= (int)n)
+		return gemmd_error_set(err, 422, "no_such_device", "device",
+				       "device %d does not exist: this node "
+				       "has %u GPU(s)",
+				       spec->device, n);
+	if (n)
+		workers_device_limits(api->workers, spec->device, lim);
+	return 0;
+}
+
+static void post_job(struct api *api, struct http_request *req)
+{
+	struct gemmd_error err;
+	struct device_limits lim;
+	struct gemm_spec spec;
+	struct gemm_plan plan;
+	unsigned int wait;
+	struct job *job;
+	const char *body;
+	size_t len;
+	int r;
+
+	if (parse_wait(api, req, &wait) < 0)
+		return;
+	body = http_request_body(req, &len);
+	if (spec_parse(body, len, &spec, &err) < 0 ||
+	    check_device(api, &spec, &lim, &err) < 0 ||
+	    plan_resolve(api->catalog, &spec, &lim, &plan, &err) < 0) {
+		http_respond_error(req, &err);
+		return;
+	}
+	r = job_store_add(api->jobs, &spec, &job);
+	if (r == -EBUSY) {
+		http_respond_errorf(req, 503, "queue_full", NULL,
+				    "%u jobs are queued; try again later",
+				    job_store_queued(api->jobs));
+		return;
+	}
+	if (r < 0) {
+		http_respond_errorf(req, 500, "internal", NULL,
+				    "cannot create job: %s", strerror(-r));
+		return;
+	}
+	job->plan = plan;
+	job->planned = true;
+	if (spec.dry_run)
+		job_finish(api->jobs, job, JOB_DONE, NULL,
+			   "dry run: validated and planned, not run");
+	else
+		workers_kick(api->workers);
+	log_debug("job %s: %s", job->id, job_state_to_string(job->state));
+	if (wait && !job_state_is_final(job->state) &&
+	    hold_request(api, req, job, wait, true) == 0)
+		return;
+	respond_job(req, job, true);
+}
+
+static void list_jobs(struct api *api, struct http_request *req)
+{
+	const char *state = http_request_query(req, "state");
+	const char *limit = http_request_query(req, "limit");
+	unsigned long n = 0;
+	char *end = NULL;
+	int st = -1;
+
+	if (state) {
+		st = job_state_from_string(state);
+		if (st < 0) {
+			http_respond_errorf(req, 400, "invalid_value", "state",
+					    "unknown state \"%s\"", state);
+			return;
+		}
+	}
+	if (limit) {
+		errno = 0;
+		n = strtoul(limit, &end, 10);
+		if (errno || end == limit || *end || n > 1000000) {
+			http_respond_errorf(req, 400, "invalid_value", "limit",
+					    "'limit' must be 0..1000000");
+			return;
+		}
+	}
+	http_respond_json(
+		req, 200,
+		json_pack("{s:o}", "jobs",
+			  job_store_to_json(api->jobs, st, (unsigned int)n)),
+		NULL, NULL);
+}
+
+static void get_job(struct api *api, struct http_request *req, struct job *job)
+{
+	unsigned int wait;
+
+	if (parse_wait(api, req, &wait) < 0)
+		return;
+	if (wait && !job_state_is_final(job->state) &&
+	    hold_request(api, req, job, wait, false) == 0)
+		return;
+	respond_job(req, job, false);
+}
+
+static void delete_job(struct api *api, struct http_request *req,
+		       struct job *job)
+{
+	if (job_state_is_final(job->state)) {
+		http_respond_errorf(req, 409, "job_finished", NULL,
+				    "job %s already ended (%s)", job->id,
+				    job_state_to_string(job->state));
+		return;
+	}
+	workers_cancel(api->workers, job);
+	respond_job(req, job, false);
+}
+
+/* A held request comes back here once its job ended or its wait ran out. */
+static void answer_waiter(struct api *api, struct http_request *req)
+{
+	struct waiter *w = http_request_get_data(req);
+	struct job *job = w ? job_store_find(api->jobs, w->id) : NULL;
+
+	if (!job) {
+		http_respond_errorf(req, 404, "not_found", NULL,
+				    "the job is gone");
+		return;
+	}
+	respond_job(req, job, w->created);
+}
+
+static void route_job(struct api *api, struct http_request *req,
+		      const char *method, const char *id)
+{
+	struct job *job = job_store_find(api->jobs, id);
+
+	if (!job) {
+		http_respond_errorf(req, 404, "not_found", NULL,
+				    "no job with id \"%s\"", id);
+		return;
+	}
+	if (!strcmp(method, "GET"))
+		get_job(api, req, job);
+	else if (!strcmp(method, "DELETE"))
+		delete_job(api, req, job);
+	else
+		http_respond_errorf(req, 405, "method_not_allowed", NULL,
+				    "%s is not allowed here (GET, DELETE)",
+				    method);
+}
+
+static void get_health(struct api *api, struct http_request *req)
+{
+	const char *status = workers_health(api->workers);
+
+	http_respond_json(
+		req, 200,
+		json_pack("{s:s, s:b, s:s, s:I, s:o, s:{s:i, s:i}, s:i}",
+			  "status", status, "ready", 1, "version",
+			  PACKAGE_VERSION, "uptime_sec",
+			  (json_int_t)((now_usec() - api->start_usec) / 1000000),
+			  "devices", workers_devices_json(api->workers), "jobs",
+			  "queued", job_store_queued(api->jobs), "total",
+			  job_store_count(api->jobs), "kernels",
+			  (int)catalog_size(api->catalog)),
+		NULL, NULL);
+}
+
+static bool only_get(struct http_request *req, const char *method)
+{
+	if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+		return true;
+	http_respond_errorf(req, 405, "method_not_allowed", NULL,
+			    "%s is not allowed here (GET)", method);
+	return false;
+}
+
+void api_handle(struct http_request *req, void *userdata)
+{
+	struct api *api = userdata;
+	const char *method = http_request_method(req);
+	const char *path = http_request_path(req);
+
+	if (http_request_resumed(req)) {
+		answer_waiter(api, req);
+		return;
+	}
+	if (!strcmp(path, "/healthz")) {
+		if (only_get(req, method))
+			get_health(api, req);
+	} else if (!strcmp(path, "/v1/kernels")) {
+		if (only_get(req, method))
+			http_respond_json(
+				req, 200,
+				json_pack("{s:o}", "kernels",
+					  catalog_to_json(api->catalog)),
+				NULL, NULL);
+	} else if (!strcmp(path, "/v1/devices")) {
+		if (only_get(req, method))
+			http_respond_json(
+				req, 200,
+				json_pack("{s:o}", "devices",
+					  workers_devices_json(api->workers)),
+				NULL, NULL);
+	} else if (!strcmp(path, "/v1/jobs")) {
+		if (!strcmp(method, "POST"))
+			post_job(api, req);
+		else if (only_get(req, method))
+			list_jobs(api, req);
+	} else if (!strncmp(path, "/v1/jobs/", 9) && path[9] &&
+		   !strchr(path + 9, '/')) {
+		route_job(api, req, method, path + 9);
+	} else {
+		http_respond_errorf(req, 404, "not_found", NULL,
+				    "no such resource: %s", path);
+	}
+}

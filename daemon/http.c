@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+/*
+ * http.c - libmicrohttpd inside sd-event.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "http.h"
+#include "log.h"
+
+#define LISTEN_BACKLOG 512
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	sd_event *event;
+	sd_event_source *io, *timer;
+	http_handler_fn handler;
+	void *userdata;
+	unsigned int max_body;
+	char address[128];
+};
+
+struct http_request {
+	struct http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	char *body;
+	size_t len;
+	bool too_large;
+	bool started;
+	bool responded;
+	bool suspended;
+	bool resumed;
+	void *data;
+	void (*destroy)(void *);
+};
+
+static void http_arm_timer(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t now;
+
+	if (MHD_get_timeout(s->mhd, &ms) != MHD_YES) {
+		sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+		return;
+	}
+	sd_event_now(s->event, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(s->timer, now + ms * 1000);
+	sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
+}
+
+static void http_run(struct http_server *s)
+{
+	MHD_run(s->mhd);
+	http_arm_timer(s);
+}
+
+static int on_mhd_io(sd_event_source *src, int fd, uint32_t revents,
+		     void *userdata)
+{
+	http_run(userdata);
+	return 0;
+}
+
+static int on_mhd_timer(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	http_run(userdata);
+	return 0;
+}
+
+const char *http_request_method(const struct http_request *req)
+{
+	return req->method;
+}
+
+const char *http_request_path(const struct http_request *req)
+{
+	return req->path;
+}
+
+const char *http_request_query(const struct http_request *req, const char *key)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND,
+					   key);
+}
+
+const char *http_request_body(const struct http_request *req, size_t *len)
+{
+	*len = req->len;
+	return req->body ? req->body : "";
+}
+
+bool http_request_resumed(const struct http_request *req)
+{
+	return req->resumed;
+}
+
+void http_request_set_data(struct http_request *req, void *data,
+			   void (*destroy)(void *))
+{
+	if (req->destroy)
+		req->destroy(req->data);
+	req->data = data;
+	req->destroy = destroy;
+}
+
+void *http_request_get_data(const struct http_request *req)
+{
+	return req->data;
+}
+
+void http_request_suspend(struct http_request *req)
+{
+	if (req->suspended)
+		return;
+	req->suspended = true;
+	MHD_suspend_connection(req->conn);
+}
+
+void http_request_resume(struct http_request *req)
+{
+	if (!req->suspended)
+		return;
+	req->suspended = false;
+	req->resumed = true;
+	/* MHD signals its ITC; our io source sees the epoll fd wake. */
+	MHD_resume_connection(req->conn);
+}
+
+int http_respond_json(struct http_request *req, unsigned int status,
+		      json_t *body, const char *header, const char *value)
+{
+	struct MHD_Response *resp;
+	char *text;
+	int r;
+
+	text = json_dumps(body, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	/* A trailing newline keeps curl output readable in a terminal. */
+	text = realloc(text, strlen(text) + 2);
+	if (!text)
+		return -ENOMEM;
+	strcat(text, "\n");
+	resp = MHD_create_response_from_buffer(strlen(text), text,
+					       MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return -ENOMEM;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+				"no-store");
+	if (header)
+		MHD_add_response_header(resp, header, value);
+	r = MHD_queue_response(req->conn, status, resp) == MHD_YES ? 0 : -EIO;
+	MHD_destroy_response(resp);
+	req->responded = true;
+	return r;
+}
+
+int http_respond_error(struct http_request *req, const struct gemmd_error *e)
+{
+	json_t *body;
+
+	body = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", e->code,
+			 "message", e->message, "field",
+			 e->field[0] ? e->field : NULL);
+	return http_respond_json(req, e->status, body, NULL, NULL);
+}
+
+int http_respond_errorf(struct http_request *req, unsigned int status,
+			const char *code, const char *field, const char *fmt,
+			...)
+{
+	struct gemmd_error e = { .status = status };
+	va_list ap;
+
+	snprintf(e.code, sizeof(e.code), "%s", code);
+	snprintf(e.field, sizeof(e.field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(e.message, sizeof(e.message), fmt, ap);
+	va_end(ap);
+	return http_respond_error(req, &e);
+}
+
+static bool declared_too_large(struct http_request *req)
+{
+	const char *cl = MHD_lookup_connection_value(
+		req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return cl && strtoull(cl, NULL, 10) > req->srv->max_body;
+}
+
+static void append_body(struct http_request *req, const char *data, size_t size)
+{
+	char *n;
+
+	if (req->too_large)
+		return;
+	if (req->len + size > req->srv->max_body) {
+		/* Stop keeping it; the 413 goes out when the upload ends. */
+		req->too_large = true;
+		free(req->body);
+		req->body = NULL;
+		req->len = 0;
+		return;
+	}
+	n = realloc(req->body, req->len + size + 1);
+	if (!n) {
+		req->too_large = true;
+		return;
+	}
+	memcpy(n + req->len, data, size);
+	req->body = n;
+	req->len += size;
+	req->body[req->len] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct http_server *s = cls;
+	struct http_request *req = *con_cls;
+
+	if (!req) {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		req->srv = s;
+		req->conn = conn;
+		req->method = method;
+		req->path = url;
+		*con_cls = req;
+		if (declared_too_large(req)) {
+			http_respond_errorf(req, 413, "body_too_large", NULL,
+					    "request body over %u bytes",
+					    s->max_body);
+			return MHD_YES;
+		}
+		return MHD_YES;
+	}
+	if (req->responded)
+		return MHD_YES;
+	if (*upload_data_size) {
+		append_body(req, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (req->too_large)
+		return http_respond_errorf(req, 413, "body_too_large", NULL,
+					   "request body over %u bytes",
+					   s->max_body) < 0 ?
+			       MHD_NO :
+			       MHD_YES;
+
+	s->handler(req, s->userdata);
+	if (!req->responded && !req->suspended)
+		http_respond_errorf(req, 500, "internal", NULL,
+				    "request was not answered");
+	return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_request *req = *con_cls;
+
+	if (!req)
+		return;
+	if (req->destroy)
+		req->destroy(req->data);
+	free(req->body);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (n && msg[n - 1] == '\n')
+		msg[n - 1] = '\0';
+	log_warning("http: %s", msg);
+}
+
+static int parse_listen(const char *address, struct addrinfo **ret)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_PASSIVE |
+					      AI_NUMERICSERV };
+	char host[128];
+	const char *colon = strrchr(address, ':');
+	size_t hl;
+
+	if (!colon || colon == address)
+		return -EINVAL;
+	hl = (size_t)(colon - address);
+	if (address[0] == '[' && colon[-1] == ']') {
+		address++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, address, hl);
+	host[hl] = '\0';
+	if (getaddrinfo(strcmp(host, "*") ? host : NULL, colon + 1, &hints,
+			ret) != 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int open_listener(const char *address)
+{
+	struct addrinfo *ai;
+	int fd, one = 1, r;
+
+	r = parse_listen(address, &ai);
+	if (r < 0)
+		return r;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+	    listen(fd, LISTEN_BACKLOG) < 0) {
+		r = -errno;
+		close(fd);
+		goto out;
+	}
+	r = fd;
+out:
+	freeaddrinfo(ai);
+	return r;
+}
+
+static void describe_address(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(buf, len, "%s:%u", host, port);
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, len, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, len, "unix");
+	}
+}
+
+static int http_attach(struct http_server *s)
+{
+	const union MHD_DaemonInfo *info;
+	int r;
+
+	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info)
+		return -EIO;
+	r = sd_event_add_io(s->event, &s->io, info->epoll_fd, EPOLLIN,
+			    on_mhd_io, s);
+	if (r < 0)
+		return r;
+	r = sd_event_add_time(s->event, &s->timer, CLOCK_MONOTONIC, 0, 0,
+			      on_mhd_timer, s);
+	if (r < 0)
+		return r;
+	http_arm_timer(s);
+	return 0;
+}
+
+int http_server_new(sd_event *event, const struct http_config *cfg,
+		    http_handler_fn handler, void *userdata,
+		    struct http_server **ret)
+{
+	struct http_server *s;
+	int fd = cfg->listen_fd, r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->event = sd_event_ref(event);
+	s->handler = handler;
+	s->userdata = userdata;
+	s->max_body = cfg->max_body;
+	if (fd < 0) {
+		fd = open_listener(cfg->listen);
+		if (fd < 0) {
+			r = log_error_errno(fd, "Cannot listen on %s: %m",
+					    cfg->listen);
+			goto fail;
+		}
+	}
+	describe_address(fd, s->address, sizeof(s->address));
+	/*
+	 * MHD_USE_ITC: resume from outside a handler wakes the loop, and MHD
+	 * does not shutdown() an inherited socket (socket re-activation).
+	 */
+	s->mhd = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+			MHD_USE_ERROR_LOG,
+		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+	if (!s->mhd) {
+		close(fd);
+		r = log_error_errno(-EIO, "Cannot start the HTTP server");
+		goto fail;
+	}
+	r = http_attach(s);
+	if (r < 0)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	http_server_free(s);
+	return r;
+}
+
+struct http_server *http_server_free(struct http_server *s)
+{
+	if (!s)
+		return NULL;
+	s->io = sd_event_source_disable_unref(s->io);
+	s->timer = sd_event_source_disable_unref(s->timer);
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	sd_event_unref(s->event);
+	free(s);
+	return NULL;
+}
+
+const char *http_server_address(const struct http_server *s)
+{
+	return s->address;
+}

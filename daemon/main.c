@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gemmd - the supervisor: HTTP API, job table, kernel catalog and the
+ * per-GPU workers, on one sd-event loop.  It never loads the CUDA driver.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "api.h"
+#include "catalog.h"
+#include "config.h"
+#include "http.h"
+#include "jobs.h"
+#include "log.h"
+#include "workers.h"
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Socket activation: one inherited socket, or none. */
+static int inherited_listener(void)
+{
+	int n = sd_listen_fds(1);
+
+	if (n < 0)
+		return log_error_errno(n, "sd_listen_fds: %m");
+	if (n > 1)
+		return log_error_errno(
+			-EINVAL, "Got %d sockets from systemd; expected 1", n);
+	return n == 1 ? SD_LISTEN_FDS_START : -1;
+}
+
+static int setup_event(sd_event **ret)
+{
+	sd_event *e;
+	int r;
+
+	r = sd_event_default(&e);
+	if (r < 0)
+		return r;
+	r = sd_event_add_signal(e, NULL, SIGTERM, NULL, NULL);
+	if (r >= 0)
+		r = sd_event_add_signal(e, NULL, SIGINT, NULL, NULL);
+	if (r >= 0)
+		r = sd_event_set_watchdog(e, true);
+	if (r < 0) {
+		sd_event_unref(e);
+		return r;
+	}
+	*ret = e;
+	return 0;
+}
+
+static void load_catalog(const char *dir, struct catalog **ret)
+{
+	int r = catalog_load(dir, ret);
+
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read kernels from %s: %m", dir);
+		*ret = catalog_new();
+		return;
+	}
+	log_info("%zu kernel(s) in %s", catalog_size(*ret), dir);
+}
+
+static int run(struct config *cfg)
+{
+	struct workers_config wcfg = { .worker_path = cfg->worker_path,
+				       .kernel_dir = cfg->kernel_dir,
+				       .job_timeout_max =
+					       cfg->job_timeout_max };
+	struct http_config hcfg = {
+		.listen = cfg->listen,
+		.max_body = cfg->max_body,
+		.max_connections = cfg->max_connections,
+		.per_ip_connections = cfg->per_ip_connections,
+		.connection_timeout = cfg->connection_timeout,
+	};
+	struct catalog *catalog = NULL;
+	struct job_store *jobs = NULL;
+	struct workers *workers = NULL;
+	struct api *api = NULL;
+	struct http_server *http = NULL;
+	sd_event *event = NULL;
+	int r;
+
+	r = mkdir_p(cfg->state_dir);
+	if (r < 0)
+		log_warning_errno(r, "Cannot create state directory %s: %m",
+				  cfg->state_dir);
+	load_catalog(cfg->kernel_dir, &catalog);
+
+	r = setup_event(&event);
+	if (r < 0) {
+		log_error_errno(r, "Cannot set up the event loop: %m");
+		goto out_catalog;
+	}
+	jobs = job_store_new(cfg->max_queued, cfg->max_kept);
+	if (!jobs) {
+		r = log_error_errno(-ENOMEM, "Out of memory");
+		goto out_event;
+	}
+	r = workers_new(event, jobs, catalog, &wcfg, &workers);
+	if (r < 0)
+		goto out_jobs;
+	sd_notify(0, "STATUS=Probing GPUs");
+	r = workers_probe(workers);
+	if (r < 0)
+		goto out_workers;
+	r = api_new(event, jobs, workers, catalog, cfg->max_wait, &api);
+	if (r < 0)
+		goto out_workers;
+	job_store_set_notify(jobs, api_job_changed, api);
+
+	hcfg.listen_fd = inherited_listener();
+	r = http_server_new(event, &hcfg, api_handle, api, &http);
+	if (r < 0)
+		goto out_api;
+	log_info("listening on %s", http_server_address(http));
+
+	r = workers_start(workers);
+	if (r < 0)
+		goto out_http;
+	sd_notifyf(0, "READY=1\nSTATUS=Serving on %s with %u GPU(s)",
+		   http_server_address(http), workers_count(workers));
+
+	r = sd_event_loop(event);
+	if (r < 0)
+		log_error_errno(r, "Event loop failed: %m");
+	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+	log_info("Stopping");
+
+out_http:
+	/* Held requests are answered before the server stops. */
+	api = api_free(api);
+	http_server_free(http);
+out_api:
+	api_free(api);
+out_workers:
+	job_store_set_notify(jobs, NULL, NULL);
+	workers_free(workers);
+out_jobs:
+	job_store_free(jobs);
+out_event:
+	sd_event_unref(event);
+out_catalog:
+	catalog_free(catalog);
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	sigset_t mask;
+	int r;
+
+	log_setup("gemmd");
+	config_defaults(&cfg);
+	r = config_parse_args(&cfg, argc, argv);
+	if (r != 0)
+		return r > 0 ? 0 : 2;
+	if (cfg.debug)
+		log_set_max_level(LOG_DEBUG);
+
+	/* sd-event wants these blocked; workers get a clean mask back. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	return run(&cfg);
+}

@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: MIT
+/*
+ * workers.c - spawn, feed and supervise the per-GPU worker processes.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "frame.h"
+#include "log.h"
+#include "spec.h"
+#include "util.h"
+#include "workers.h"
+
+#define PROBE_TIMEOUT_MS 60000
+#define PROBE_OUTPUT_MAX (1u << 20)
+#define RESTART_DELAY_MAX_USEC (30 * 1000000ull)
+#define START_FAILURES_MAX 5
+/* A killed worker may be inside a kernel; the driver needs a moment. */
+#define KILL_GRACE_USEC (2 * 1000000ull)
+
+enum worker_state {
+	WORKER_STARTING,
+	WORKER_READY,
+	WORKER_BUSY,
+	WORKER_RESTARTING,
+	WORKER_FAILED,
+	_WORKER_STATE_MAX,
+};
+
+enum kill_reason {
+	KILL_NONE,
+	KILL_TIMEOUT,
+	KILL_CANCEL,
+	KILL_SHUTDOWN,
+};
+
+struct worker {
+	struct workers *pool;
+	int index;
+	enum worker_state state;
+	pid_t pid;
+	int fd;
+	sd_event_source *io, *child, *timer;
+	struct frame_reader fr;
+	json_t *device; /* from the probe, then from the worker */
+	struct job *job;
+	enum kill_reason kill;
+	unsigned int restarts;
+	unsigned int start_failures;
+	char last_error[256];
+};
+
+struct workers {
+	sd_event *event;
+	struct job_store *jobs;
+	const struct catalog *catalog;
+	char worker_path[4096];
+	char kernel_dir[4096];
+	unsigned int job_timeout_max;
+	struct worker *w;
+	unsigned int n;
+	bool shutting_down;
+};
+
+static const char *const worker_state_names[_WORKER_STATE_MAX] = {
+	[WORKER_STARTING] = "starting", [WORKER_READY] = "ready",
+	[WORKER_BUSY] = "busy",		[WORKER_RESTARTING] = "restarting",
+	[WORKER_FAILED] = "failed",
+};
+
+static int worker_spawn(struct worker *w);
+
+int workers_new(sd_event *event, struct job_store *jobs,
+		const struct catalog *catalog, const struct workers_config *cfg,
+		struct workers **ret)
+{
+	struct workers *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->event = sd_event_ref(event);
+	p->jobs = jobs;
+	p->catalog = catalog;
+	snprintf(p->worker_path, sizeof(p->worker_path), "%s",
+		 cfg->worker_path);
+	snprintf(p->kernel_dir, sizeof(p->kernel_dir), "%s", cfg->kernel_dir);
+	p->job_timeout_max = cfg->job_timeout_max;
+	*ret = p;
+	return 0;
+}
+
+static void worker_release(struct worker *w)
+{
+	w->io = sd_event_source_disable_unref(w->io);
+	w->timer = sd_event_source_disable_unref(w->timer);
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	frame_reader_done(&w->fr);
+}
+
+struct workers *workers_free(struct workers *p)
+{
+	unsigned int i;
+
+	if (!p)
+		return NULL;
+	p->shutting_down = true;
+	for (i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		worker_release(w);
+		if (w->pid > 0) {
+			kill(w->pid, SIGKILL);
+			waitpid(w->pid, NULL, 0);
+		}
+		w->child = sd_event_source_disable_unref(w->child);
+		json_decref(w->device);
+	}
+	free(p->w);
+	sd_event_unref(p->event);
+	free(p);
+	return NULL;
+}
+
+/* fork+exec with fd 3 (or stdout) wired to our end of a socket/pipe. */
+static int spawn(const char *path, char *const argv[], int child_fd,
+		 int target_fd, pid_t *ret_pid)
+{
+	sigset_t all;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		*ret_pid = pid;
+		return 0;
+	}
+	/* Child: undo the supervisor's blocked signals, wire the fd, exec. */
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	if (child_fd == target_fd)
+		fd_set_cloexec(child_fd, false);
+	else if (dup2(child_fd, target_fd) < 0)
+		_exit(127);
+	execv(path, argv);
+	fprintf(stderr, "gemmd: cannot run %s: %s\n", path, strerror(errno));
+	_exit(127);
+}
+
+static int read_probe_output(int fd, char **ret)
+{
+	_cleanup_free_ char *buf = malloc(PROBE_OUTPUT_MAX + 1);
+	uint64_t deadline = now_usec() + PROBE_TIMEOUT_MS * 1000ull;
+	size_t len = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = now_usec();
+		ssize_t r;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)((deadline - now) / 1000));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		r = read(fd, buf + len, PROBE_OUTPUT_MAX - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == PROBE_OUTPUT_MAX)
+			return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+static int probe_wait(pid_t pid, int *ret_status)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	*ret_status = status;
+	return 0;
+}
+
+static int parse_probe(struct workers *p, const char *out)
+{
+	json_error_t jerr;
+	json_t *root, *devs, *d;
+	size_t i;
+
+	root = json_loads(out, 0, &jerr);
+	devs = json_object_get(root, "devices");
+	if (!json_is_array(devs)) {
+		json_decref(root);
+		return -EBADMSG;
+	}
+	p->w = calloc(json_array_size(devs) ? json_array_size(devs) : 1,
+		      sizeof(*p->w));
+	if (!p->w) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	json_array_foreach(devs, i, d) {
+		struct worker *w = &p->w[p->n++];
+
+		w->pool = p;
+		w->index = (int)i;
+		w->fd = -1;
+		w->state = WORKER_STARTING;
+		w->device = json_incref(d);
+	}
+	json_decref(root);
+	return 0;
+}
+
+int workers_probe(struct workers *p)
+{
+	char *argv[] = { p->worker_path, (char *)"--probe", NULL };
+	_cleanup_free_ char *out = NULL;
+	int pipefd[2], status, r;
+	pid_t pid = 0;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	r = spawn(p->worker_path, argv, pipefd[1], STDOUT_FILENO, &pid);
+	close(pipefd[1]);
+	if (r < 0) {
+		close(pipefd[0]);
+		return log_error_errno(r, "Cannot start %s: %m",
+				       p->worker_path);
+	}
+	r = read_probe_output(pipefd[0], &out);
+	close(pipefd[0]);
+	if (r < 0)
+		kill(pid, SIGKILL);
+	if (probe_wait(pid, &status) < 0 || r < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		log_warning("No GPUs: the device probe (%s --probe) failed; "
+			    "serving without devices",
+			    p->worker_path);
+		return 0;
+	}
+	r = parse_probe(p, out);
+	if (r < 0)
+		return log_error_errno(r, "Device probe gave no device list");
+	log_info("%u GPU(s) found", p->n);
+	return 0;
+}
+
+static void worker_set_state(struct worker *w, enum worker_state st)
+{
+	w->state = st;
+	log_debug("worker %d: %s", w->index, worker_state_names[st]);
+}
+
+static json_t *device_identity(const struct worker *w)
+{
+	return json_pack("{s:i, s:O?, s:O?}", "index", w->index, "name",
+			 json_object_get(w->device, "name"), "uuid",
+			 json_object_get(w->device, "uuid"));
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct worker *w = userdata;
+
+	if (w->job && w->pid > 0) {
+		log_warning("Job %s passed its %us deadline on GPU %d: "
+			    "killing worker %d",
+			    w->job->id, w->job->deadline_sec, w->index,
+			    (int)w->pid);
+		w->kill = KILL_TIMEOUT;
+		kill(w->pid, SIGKILL);
+	}
+	return 0;
+}
+
+static int worker_send_job(struct worker *w, struct job *job)
+{
+	json_t *msg;
+	int r;
+
+	msg = json_pack("{s:s, s:s, s:o, s:o}", "type", "run", "id", job->id,
+			"spec", spec_to_json(&job->spec), "plan",
+			plan_to_json(&job->plan));
+	if (!msg)
+		return -ENOMEM;
+	r = frame_write(w->fd, msg);
+	json_decref(msg);
+	return r;
+}
+
+static int worker_limits(const struct worker *w, struct device_limits *l)
+{
+	json_int_t sms = 0, smem = 0, mem = 0;
+
+	json_unpack(w->device, "{s?I, s?I, s?I}", "sm_count", &sms,
+		    "max_smem_per_block_optin", &smem, "memory_bytes", &mem);
+	l->sm_count = (unsigned int)sms;
+	l->smem_optin = (unsigned int)smem;
+	l->memory_bytes = (uint64_t)mem;
+	return 0;
+}
+
+static void worker_dispatch(struct worker *w)
+{
+	struct workers *p = w->pool;
+	struct gemmd_error err;
+	struct device_limits lim;
+	struct job *job;
+	uint64_t timeout;
+	json_t *ident;
+	int r;
+
+	job = job_store_next_for(p->jobs, w->index);
+	if (!job)
+		return;
+	worker_limits(w, &lim);
+	/* Plan again for this device: its limits are the ones that count. */
+	r = plan_resolve(p->catalog, &job->spec, &lim, &job->plan, &err);
+	if (r < 0) {
+		job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", err.message);
+		return;
+	}
+	job->planned = true;
+	job->deadline_sec = MIN(job->deadline_sec, p->job_timeout_max);
+	r = worker_send_job(w, job);
+	if (r < 0) {
+		/* The worker is going away; its exit handler restarts it. */
+		log_warning_errno(r, "Cannot send job to worker %d: %m",
+				  w->index);
+		return;
+	}
+	ident = device_identity(w);
+	job_start(p->jobs, job, ident);
+	json_decref(ident);
+	w->job = job;
+	w->kill = KILL_NONE;
+	worker_set_state(w, WORKER_BUSY);
+	timeout = (uint64_t)job->deadline_sec * 1000000ull;
+	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+				   timeout, 0, on_deadline, w);
+}
+
+void workers_kick(struct workers *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->w[i].state == WORKER_READY)
+			worker_dispatch(&p->w[i]);
+}
+
+static void worker_job_done(struct worker *w)
+{
+	w->job = NULL;
+	w->timer = sd_event_source_disable_unref(w->timer);
+	if (w->state == WORKER_BUSY)
+		worker_set_state(w, WORKER_READY);
+}
+
+static void on_hello(struct worker *w, json_t *msg)
+{
+	json_t *dev = json_object_get(msg, "device");
+
+	if (json_is_object(dev)) {
+		json_decref(w->device);
+		w->device = json_incref(dev);
+	}
+	w->start_failures = 0;
+	worker_set_state(w, WORKER_READY);
+	log_info("Worker %d (pid %d) ready on GPU %d", w->index, (int)w->pid,
+		 w->index);
+}
+
+static void on_result(struct worker *w, json_t *msg)
+{
+	struct workers *p = w->pool;
+	const char *id = json_string_value(json_object_get(msg, "id"));
+	json_t *result = json_object_get(msg, "result");
+
+	if (!w->job || !id || strcmp(id, w->job->id) != 0) {
+		log_warning("Worker %d sent a result for a job it does not run",
+			    w->index);
+		return;
+	}
+	job_finish(p->jobs, w->job, JOB_DONE, json_incref(result), NULL);
+	worker_job_done(w);
+}
+
+static void on_error(struct worker *w, json_t *msg)
+{
+	struct workers *p = w->pool;
+	const char *text = json_string_value(json_object_get(msg, "message"));
+
+	snprintf(w->last_error, sizeof(w->last_error), "%s",
+		 text ? text : "unknown error");
+	if (!w->job)
+		return;
+	job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s", w->last_error);
+	worker_job_done(w);
+}
+
+static void worker_handle(struct worker *w, json_t *msg)
+{
+	const char *type = json_string_value(json_object_get(msg, "type"));
+
+	if (!type)
+		return;
+	if (!strcmp(type, "hello"))
+		on_hello(w, msg);
+	else if (!strcmp(type, "result"))
+		on_result(w, msg);
+	else if (!strcmp(type, "error"))
+		on_error(w, msg);
+}
+
+static int on_worker_io(sd_event_source *s, int fd, uint32_t revents,
+			void *userdata)
+{
+	struct worker *w = userdata;
+	json_t *msg;
+	int r;
+
+	r = frame_reader_feed(&w->fr, fd);
+	while (frame_reader_next(&w->fr, &msg) > 0) {
+		worker_handle(w, msg);
+		json_decref(msg);
+	}
+	if (r < 0) {
+		/* End of stream: the child handler does the rest. */
+		w->io = sd_event_source_disable_unref(w->io);
+		return 0;
+	}
+	workers_kick(w->pool);
+	return 0;
+}
+
+static void describe_exit(const siginfo_t *si, char *buf, size_t len)
+{
+	if (si->si_code == CLD_EXITED)
+		snprintf(buf, len, "exited with status %d", si->si_status);
+	else
+		snprintf(buf, len, "killed by signal %s",
+			 sigabbrev_np(si->si_status) ?
+				 sigabbrev_np(si->si_status) :
+				 "?");
+}
+
+/* The job a dead worker was running ends with the reason it died. */
+static void fail_running_job(struct worker *w, const char *how)
+{
+	struct workers *p = w->pool;
+	struct job *job = w->job;
+
+	if (!job)
+		return;
+	switch (w->kill) {
+	case KILL_TIMEOUT:
+		job_finish(p->jobs, job, JOB_TIMEOUT, NULL,
+			   "ran past its %us deadline; worker killed",
+			   job->deadline_sec);
+		break;
+	case KILL_CANCEL:
+		job_finish(p->jobs, job, JOB_CANCELLED, NULL,
+			   "cancelled while running; worker restarted");
+		break;
+	case KILL_SHUTDOWN:
+		job_finish(p->jobs, job, JOB_FAILED, NULL,
+			   "daemon shutting down");
+		break;
+	case KILL_NONE:
+		job_finish(p->jobs, job, JOB_FAILED, NULL,
+			   "worker for GPU %d %s%s%s", w->index, how,
+			   w->last_error[0] ? ": " : "", w->last_error);
+		break;
+	}
+	w->job = NULL;
+}
+
+static int on_restart(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct worker *w = userdata;
+	int r;
+
+	w->timer = sd_event_source_disable_unref(w->timer);
+	r = worker_spawn(w);
+	if (r < 0)
+		log_error_errno(r, "Cannot restart worker %d: %m", w->index);
+	return 0;
+}
+
+static void schedule_restart(struct worker *w)
+{
+	struct workers *p = w->pool;
+	uint64_t delay;
+
+	if (p->shutting_down)
+		return;
+	if (w->start_failures >= START_FAILURES_MAX) {
+		worker_set_state(w, WORKER_FAILED);
+		log_error("Worker %d failed to start %u times; GPU %d is "
+			  "out of service",
+			  w->index, w->start_failures, w->index);
+		return;
+	}
+	/* A worker that died right after a kill restarts after a grace. */
+	delay = w->start_failures ? MIN(1000000ull << w->start_failures,
+					RESTART_DELAY_MAX_USEC) :
+				    KILL_GRACE_USEC / 4;
+	worker_set_state(w, WORKER_RESTARTING);
+	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC, delay,
+				   0, on_restart, w);
+}
+
+static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
+			  void *userdata)
+{
+	struct worker *w = userdata;
+	char how[64];
+
+	describe_exit(si, how, sizeof(how));
+	if (w->kill == KILL_NONE)
+		log_warning("Worker %d (pid %d) %s", w->index, (int)w->pid,
+			    how);
+	if (w->state == WORKER_STARTING)
+		w->start_failures++;
+	/* Drain what it said last (an error message) before judging it. */
+	if (w->io)
+		on_worker_io(w->io, w->fd, EPOLLIN, w);
+	fail_running_job(w, how);
+	w->child = sd_event_source_disable_unref(w->child);
+	w->pid = 0;
+	worker_release(w);
+	w->restarts++;
+	schedule_restart(w);
+	return 0;
+}
+
+static int worker_spawn(struct worker *w)
+{
+	struct workers *p = w->pool;
+	char index[16];
+	char *argv[] = { p->worker_path, (char *)"--device",
+			 index,		 (char *)"--fd",
+			 (char *)"3",	 (char *)"--kernel-dir",
+			 p->kernel_dir,	 NULL };
+	int sv[2], r;
+
+	snprintf(index, sizeof(index), "%d", w->index);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	r = spawn(p->worker_path, argv, sv[1], 3, &w->pid);
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		return r;
+	}
+	w->fd = sv[0];
+	w->last_error[0] = '\0';
+	w->kill = KILL_NONE;
+	fd_set_nonblock(w->fd, true);
+	worker_set_state(w, WORKER_STARTING);
+	r = sd_event_add_io(p->event, &w->io, w->fd, EPOLLIN, on_worker_io, w);
+	if (r >= 0)
+		r = sd_event_add_child(p->event, &w->child, w->pid, WEXITED,
+				       on_worker_exit, w);
+	if (r < 0) {
+		kill(w->pid, SIGKILL);
+		waitpid(w->pid, NULL, 0);
+		w->pid = 0;
+		worker_release(w);
+		return r;
+	}
+	return 0;
+}
+
+int workers_start(struct workers *p)
+{
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < p->n; i++) {
+		r = worker_spawn(&p->w[i]);
+		if (r < 0)
+			return log_error_errno(r, "Cannot start worker %u: %m",
+					       i);
+	}
+	return 0;
+}
+
+void workers_cancel(struct workers *p, struct job *job)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		if (w->job != job || w->pid <= 0)
+			continue;
+		/*
+		 * No way to stop a kernel from outside: end the process.  The
+		 * job ends now; the worker stays busy until it is gone.
+		 */
+		w->kill = KILL_CANCEL;
+		w->job = NULL;
+		w->timer = sd_event_source_disable_unref(w->timer);
+		kill(w->pid, SIGKILL);
+		job_finish(p->jobs, job, JOB_CANCELLED, NULL,
+			   "cancelled while running; worker restarted");
+		return;
+	}
+	job_finish(p->jobs, job, JOB_CANCELLED, NULL, "cancelled while queued");
+}
+
+unsigned int workers_count(const struct workers *p)
+{
+	return p->n;
+}
+
+bool workers_device_limits(const struct workers *p, int index,
+			   struct device_limits *ret)
+{
+	struct device_limits l, best = { 0 };
+	unsigned int i;
+
+	if (index >= 0) {
+		if ((unsigned int)index >= p->n)
+			return false;
+		return worker_limits(&p->w[index], ret) == 0;
+	}
+	for (i = 0; i < p->n; i++) {
+		worker_limits(&p->w[i], &l);
+		if (i == 0 || l.memory_bytes < best.memory_bytes)
+			best = l;
+	}
+	*ret = best;
+	return p->n > 0;
+}
+
+json_t *workers_devices_json(const struct workers *p)
+{
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++) {
+		const struct worker *w = &p->w[i];
+		json_t *d = json_deep_copy(w->device);
+
+		json_object_set_new(d, "index", json_integer(w->index));
+		json_object_set_new(
+			d, "worker",
+			json_pack("{s:s, s:i, s:i, s:s?, s:s?}", "state",
+				  worker_state_names[w->state], "pid",
+				  (int)w->pid, "restarts", w->restarts, "job",
+				  w->job ? w->job->id : NULL, "last_error",
+				  w->last_error[0] ? w->last_error : NULL));
+		json_array_append_new(a, d);
+	}
+	return a;
+}
+
+const char *workers_health(const struct workers *p)
+{
+	unsigned int i;
+
+	if (!p->n)
+		return "no_devices";
+	for (i = 0; i < p->n; i++)
+		if (p->w[i].state != WORKER_READY &&
+		    p->w[i].state != WORKER_BUSY)
+			return "degraded";
+	return "ok";
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * workers.h - one gemmd-worker process per GPU, supervised.
+ *
+ * At start the pool runs "gemmd-worker --probe" to learn the devices (the
+ * supervisor itself never loads the CUDA driver), then keeps one worker
+ * per device: it hands a worker one queued job at a time over a
+ * socketpair, kills it when the job outlives its deadline or is
+ * cancelled, fails the job with the reason when the worker dies, and
+ * starts a new worker in its place.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "catalog.h"
+#include "jobs.h"
+#include "plan.h"
+
+struct workers;
+
+struct workers_config {
+	const char *worker_path;
+	const char *kernel_dir;
+	unsigned int job_timeout_max;
+};
+
+int workers_new(sd_event *event, struct job_store *jobs,
+		const struct catalog *catalog, const struct workers_config *cfg,
+		struct workers **ret);
+struct workers *workers_free(struct workers *w);
+
+/* Learn the devices; none (no driver, no GPU) is not an error. */
+int workers_probe(struct workers *w);
+int workers_start(struct workers *w);
+/* Hand queued jobs to idle workers; call after anything is queued. */
+void workers_kick(struct workers *w);
+/* Stop a job: dequeue it, or kill the worker that runs it. */
+void workers_cancel(struct workers *w, struct job *job);
+
+unsigned int workers_count(const struct workers *w);
+/* Limits of device index (or, with -1, the smallest of all devices). */
+bool workers_device_limits(const struct workers *w, int index,
+			   struct device_limits *ret);
+json_t *workers_devices_json(const struct workers *w);
+/* "ok" when every worker is up, "degraded" otherwise, "no_devices". */
+const char *workers_health(const struct workers *w);
