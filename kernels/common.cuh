@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common.cuh - SM90 PTX helpers for the gemmd kernels, and the catalog
+ * note macro.
+ *
+ * Everything here is a thin inline-asm wrapper over one PTX instruction
+ * (or a short fixed sequence); the PTX ISA sections are named in the
+ * comments.  Shared memory operands are 32-bit shared-window addresses
+ * (smem_u32()), as the .shared::cta / .shared::cluster forms expect.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gemm-abi.h"
+
+#define GEMMD_DEV static __device__ __forceinline__
+
+/* ---- catalog notes ------------------------------------------------------- */
+
+#define GEMMD_STR_(x) #x
+#define GEMMD_STR(x) GEMMD_STR_(x)
+
+/*
+ * The note the supervisor reads from the cubin's ELF, without a GPU: an
+ * extern "C" device string named gemmd_meta_<entry> (kept by nvcc as an
+ * OBJECT symbol in .nv.global.init).  Dynamic shared memory for S stages
+ * is smem_fixed + S * smem_stage.  Arguments must be literal tokens: they
+ * are pasted into the string, so the instantiating code static_asserts
+ * that they match the values the kernel computes.
+ */
+/* clang-format off */
+#define GEMMD_WS_NOTE(entry, dtype, bm, bn, bk, smem_stage, max_stages)      \
+	extern "C" __device__ const char gemmd_meta_##entry[] =              \
+		"kernel=" #entry " schedule=ws dtype=" #dtype " layout=tn"   \
+		" tile=" #bm "x" #bn "x" #bk                                 \
+		" threads=" GEMMD_STR(GEMMD_WS_THREADS)                      \
+		" smem_fixed=" GEMMD_STR(GEMMD_SMEM_FIXED)                   \
+		" smem_stage=" #smem_stage " min_stages=2"                   \
+		" max_stages=" #max_stages " cluster=1x1 out=" #dtype
+/* clang-format on */
+
+/* ---- element types ------------------------------------------------------- */
+
+template <typename A, typename B> struct gemmd_same {
+	static constexpr bool value = false;
+};
+template <typename A> struct gemmd_same<A, A> {
+	static constexpr bool value = true;
+};
+
+template <typename T> struct gemmd_type;
+
+template <> struct gemmd_type<__nv_bfloat16> {
+	GEMMD_DEV float to_float(uint16_t bits)
+	{
+		return __bfloat162float(__ushort_as_bfloat16(bits));
+	}
+	GEMMD_DEV __nv_bfloat16 from_float(float x)
+	{
+		return __float2bfloat16_rn(x);
+	}
+	/* Two values packed low address first, for one 32-bit store. */
+	GEMMD_DEV uint32_t pack2(float lo, float hi)
+	{
+		__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+
+		return *reinterpret_cast<uint32_t *>(&v);
+	}
+};
+
+template <> struct gemmd_type<__half> {
+	GEMMD_DEV float to_float(uint16_t bits)
+	{
+		return __half2float(__ushort_as_half(bits));
+	}
+	GEMMD_DEV __half from_float(float x)
+	{
+		return __float2half_rn(x);
+	}
+	GEMMD_DEV uint32_t pack2(float lo, float hi)
+	{
+		__half2 v = __floats2half2_rn(lo, hi);
+
+		return *reinterpret_cast<uint32_t *>(&v);
+	}
+};
+
+/* ---- shared memory, special registers, election -------------------------- */
+
+GEMMD_DEV uint32_t smem_u32(const void *p)
+{
+	return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+GEMMD_DEV uint32_t dynamic_smem_size(void)
+{
+	uint32_t v;
+
+	asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
+	return v;
+}
+
+/* elect.sync: true in exactly one lane of a converged warp. */
+GEMMD_DEV bool elect_one(void)
+{
+	uint32_t pred;
+
+	asm volatile("{\n\t.reg .b32 r;\n\t.reg .pred p;\n\t"
+		     "elect.sync r|p, 0xffffffff;\n\t"
+		     "selp.u32 %0, 1, 0, p;\n\t}"
+		     : "=r"(pred));
+	return pred != 0;
+}
+
+/* setmaxnreg: every warp of the warpgroup must execute the same one. */
+template <uint32_t R> GEMMD_DEV void setmaxnreg_dec(void)
+{
+	asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+template <uint32_t R> GEMMD_DEV void setmaxnreg_inc(void)
+{
+	asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+/* ---- mbarrier ------------------------------------------------------------ */
+
+GEMMD_DEV void mbar_init(uint32_t bar, uint32_t count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;"
+		     :
+		     : "r"(bar), "r"(count)
+		     : "memory");
+}
+
+/* Makes mbarrier.init visible to the async proxy (TMA complete_tx). */
+GEMMD_DEV void fence_mbarrier_init(void)
+{
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+GEMMD_DEV void mbar_arrive(uint32_t bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];"
+		     :
+		     : "r"(bar)
+		     : "memory");
+}
+
+/* One arrival plus the bytes the TMA loads of this phase will deliver. */
+GEMMD_DEV void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+		     :
+		     : "r"(bar), "r"(bytes)
+		     : "memory");
+}
+
+GEMMD_DEV bool mbar_try_wait(uint32_t bar, uint32_t parity)
+{
+	uint32_t ok;
+
+	asm volatile("{\n\t.reg .pred p;\n\t"
+		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+		     "selp.u32 %0, 1, 0, p;\n\t}"
+		     : "=r"(ok)
+		     : "r"(bar), "r"(parity)
+		     : "memory");
+	return ok != 0;
+}
+
+/*
+ * Wait until the phase of parity `parity` has completed.  A fresh barrier
+ * is in phase 0, so waiting for parity 1 returns at once.  try_wait may
+ * time out (it suspends for a system-dependent time), hence the loop.
+ */
+GEMMD_DEV void mbar_wait(uint32_t bar, uint32_t parity)
+{
+	while (!mbar_try_wait(bar, parity))
+		;
+}
+
+/* ---- TMA (cp.async.bulk.tensor) ------------------------------------------ */
+
+GEMMD_DEV void tma_prefetch_desc(const CUtensorMap *map)
+{
+	const uint64_t p = reinterpret_cast<uint64_t>(map);
+
+	asm volatile("prefetch.tensormap [%0];" : : "l"(p) : "memory");
+}
+
+/*
+ * Load the box at (c0, c1) (c0 innermost, in elements) into shared memory
+ * at dst, signalling complete_tx on bar.  Out-of-bounds elements are
+ * zero-filled and still counted in the transaction bytes.
+ */
+GEMMD_DEV void tma_load_2d(uint32_t dst, const CUtensorMap *map, int32_t c0,
+			   int32_t c1, uint32_t bar)
+{
+	const uint64_t p = reinterpret_cast<uint64_t>(map);
+
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+		     ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+		     :
+		     : "r"(dst), "l"(p), "r"(c0), "r"(c1), "r"(bar)
+		     : "memory");
+}
+
+/* Generic-proxy smem writes before async-proxy reads (TMA store, wgmma). */
+GEMMD_DEV void fence_proxy_async_smem(void)
+{
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* ---- wgmma --------------------------------------------------------------- */
+
+GEMMD_DEV void wgmma_fence(void)
+{
+	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+GEMMD_DEV void wgmma_commit(void)
+{
+	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* Wait until at most N committed wgmma groups are still pending. */
+template <int N> GEMMD_DEV void wgmma_wait(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+/*
+ * Keep the compiler from moving accumulator reads or writes across a
+ * wgmma fence/wait (the registers are written behind its back).
+ */
+template <int R> GEMMD_DEV void wgmma_fence_acc(float (&d)[R])
+{
+#pragma unroll
+	for (int i = 0; i < R; i++)
+		asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/*
+ * Shared memory matrix descriptor ("Matrix Descriptor Format") for a
+ * K-major tile written by TMA with 128B swizzle: rows of 64 16-bit
+ * elements (128 B), 8-row swizzle atoms of 1024 B.
+ *   bits  0-13  start address >> 4
+ *   bits 16-29  leading byte offset >> 4: unused for swizzled K-major,
+ *               set to 1 as is customary
+ *   bits 32-45  stride byte offset >> 4: 1024 B between 8-row groups
+ *   bits 49-51  base offset: 0, the tile is 1024-B aligned
+ *   bits 62-63  swizzle mode: 1 = 128B
+ * Advancing K by 16 elements inside the atom adds 32 B, i.e. 2, to the
+ * start address field.
+ */
+GEMMD_DEV uint64_t smem_desc_sw128(uint32_t addr)
+{
+	return static_cast<uint64_t>((addr & 0x3ffff) >> 4) |
+	       (static_cast<uint64_t>(1) << 16) |
+	       (static_cast<uint64_t>(1024 >> 4) << 32) |
+	       (static_cast<uint64_t>(1) << 62);
+}
+
+#define GEMMD_ACC8(d, i)                                              \
+	"+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]),         \
+		"+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
+		"+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define GEMMD_ACC64(d, i)                                         \
+	GEMMD_ACC8(d, (i) + 0), GEMMD_ACC8(d, (i) + 8),           \
+		GEMMD_ACC8(d, (i) + 16), GEMMD_ACC8(d, (i) + 24), \
+		GEMMD_ACC8(d, (i) + 32), GEMMD_ACC8(d, (i) + 40), \
+		GEMMD_ACC8(d, (i) + 48), GEMMD_ACC8(d, (i) + 56)
+
+#define GEMMD_REGS_0_63                            \
+	"%0, %1, %2, %3, %4, %5, %6, %7, "         \
+	"%8, %9, %10, %11, %12, %13, %14, %15, "   \
+	"%16, %17, %18, %19, %20, %21, %22, %23, " \
+	"%24, %25, %26, %27, %28, %29, %30, %31, " \
+	"%32, %33, %34, %35, %36, %37, %38, %39, " \
+	"%40, %41, %42, %43, %44, %45, %46, %47, " \
+	"%48, %49, %50, %51, %52, %53, %54, %55, " \
+	"%56, %57, %58, %59, %60, %61, %62, %63"
+#define GEMMD_REGS_64_127                                  \
+	"%64, %65, %66, %67, %68, %69, %70, %71, "         \
+	"%72, %73, %74, %75, %76, %77, %78, %79, "         \
+	"%80, %81, %82, %83, %84, %85, %86, %87, "         \
+	"%88, %89, %90, %91, %92, %93, %94, %95, "         \
+	"%96, %97, %98, %99, %100, %101, %102, %103, "     \
+	"%104, %105, %106, %107, %108, %109, %110, %111, " \
+	"%112, %113, %114, %115, %116, %117, %118, %119, " \
+	"%120, %121, %122, %123, %124, %125, %126, %127"
+
+/*
+ * D(64xN, f32) (+)= A(64x16) * B(16xN), both operands K-major in smem
+ * (imm-trans 0), scale-a/b 1; scale_d == 0 ignores the old D, so the
+ * first k-step of a tile needs no zeroing pass.
+ */
+#define GEMMD_WGMMA_N128(ty, d, da, db, scale_d)                              \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"       \
+		     "wgmma.mma_async.sync.aligned.m64n128k16.f32." ty "." ty \
+		     " {" GEMMD_REGS_0_63 "}, %64, %65, p, 1, 1, 0, 0;\n\t}"  \
+		     : GEMMD_ACC64(d, 0)                                      \
+		     : "l"(da), "l"(db), "r"(scale_d))
+
+#define GEMMD_WGMMA_N256(ty, d, da, db, scale_d)                              \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"      \
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." ty "." ty \
+		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_127 "}, "        \
+		     "%128, %129, p, 1, 1, 0, 0;\n\t}"                        \
+		     : GEMMD_ACC64(d, 0), GEMMD_ACC64(d, 64)                  \
+		     : "l"(da), "l"(db), "r"(scale_d))
+
+template <typename T, int N>
+GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
+			    uint32_t scale_d)
+{
+	constexpr bool bf16 = gemmd_same<T, __nv_bfloat16>::value;
+
+	static_assert(bf16 || gemmd_same<T, __half>::value, "bf16 or fp16");
+	static_assert(N == 128 || N == 256, "wgmma N: 128 or 256");
+	if constexpr (N == 128 && bf16)
+		GEMMD_WGMMA_N128("bf16", d, da, db, scale_d);
+	else if constexpr (N == 128)
+		GEMMD_WGMMA_N128("f16", d, da, db, scale_d);
+	else if constexpr (bf16)
+		GEMMD_WGMMA_N256("bf16", d, da, db, scale_d);
+	else
+		GEMMD_WGMMA_N256("f16", d, da, db, scale_d);
+}
