@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gemmd-worker - owns one GPU for the supervisor.
+ *
+ *   gemmd-worker --probe
+ *	print {"devices": [...]} and exit (non-zero without a driver).
+ *   gemmd-worker --device N --fd 3 --kernel-dir DIR
+ *	serve: framed JSON on fd 3, one job at a time.
+ *   gemmd-worker --device N --kernel-dir DIR --once JOB.json
+ *	run one job from a file and print its result (for debugging).
+ *
+ * After a sticky CUDA error the context is useless, so the worker reports
+ * the job's failure and exits; the supervisor starts a fresh one.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "catalog.h"
+#include "frame.h"
+#include "gpu.h"
+#include "log.h"
+#include "plan.h"
+#include "result.h"
+#include "spec.h"
+
+#define EXIT_STICKY 3
+
+struct options {
+	bool probe;
+	int device;
+	int fd;
+	const char *kernel_dir;
+	const char *once;
+};
+
+static int do_probe(void)
+{
+	char err[512] = "";
+	json_t *devs = NULL, *out;
+	int r;
+
+	r = gpu_probe(&devs, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	out = json_pack("{s:o}", "devices", devs);
+	json_dumpf(out, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(out);
+	return 0;
+}
+
+static int send_error(int fd, const char *id, const char *msg, bool sticky)
+{
+	json_t *m = json_pack("{s:s, s:s?, s:s, s:b}", "type", "error", "id",
+			      id, "message", msg, "sticky", sticky);
+	int r = frame_write(fd, m);
+
+	json_decref(m);
+	return r;
+}
+
+/* One "run" message: returns 1 when the context is gone and we must exit. */
+static int handle_run(struct gpu *g, int fd, json_t *msg)
+{
+	const char *id = json_string_value(json_object_get(msg, "id"));
+	struct gemmd_error perr;
+	struct gemm_spec spec;
+	struct gemm_plan plan;
+	struct gemm_result res;
+	bool sticky = false;
+	char err[512] = "";
+	json_t *out;
+	int r;
+
+	if (!id ||
+	    spec_from_json(json_object_get(msg, "spec"), &spec, &perr) < 0 ||
+	    plan_from_json(json_object_get(msg, "plan"), &plan) < 0) {
+		send_error(fd, id, "worker could not read the job", false);
+		return 0;
+	}
+	memset(&res, 0, sizeof(res));
+	r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
+	if (r < 0) {
+		send_error(fd, id, err[0] ? err : strerror(-r), sticky);
+		return sticky;
+	}
+	out = json_pack("{s:s, s:s, s:o}", "type", "result", "id", id, "result",
+			result_to_json(&res));
+	frame_write(fd, out);
+	json_decref(out);
+	return 0;
+}
+
+static int serve(const struct options *o)
+{
+	char err[512] = "";
+	struct gpu *g = NULL;
+	json_t *msg;
+	int r;
+
+	r = gpu_open(o->device, o->kernel_dir, &g, err, sizeof(err));
+	if (r < 0) {
+		send_error(o->fd, NULL, err, false);
+		log_error("GPU %d: %s", o->device, err);
+		return 1;
+	}
+	msg = json_pack("{s:s, s:i, s:o}", "type", "hello", "pid",
+			(int)getpid(), "device", gpu_describe(g));
+	r = frame_write(o->fd, msg);
+	json_decref(msg);
+
+	while (r >= 0 && (r = frame_read(o->fd, &msg)) >= 0) {
+		const char *type =
+			json_string_value(json_object_get(msg, "type"));
+
+		if (type && !strcmp(type, "run") &&
+		    handle_run(g, o->fd, msg) > 0) {
+			/*
+			 * No gpu_close(): with the context poisoned, driver
+			 * calls may block behind a kernel that never ends.
+			 */
+			json_decref(msg);
+			return EXIT_STICKY;
+		}
+		json_decref(msg);
+	}
+	gpu_close(g);
+	/* The supervisor closing our socket is the normal way to stop. */
+	return r == -EPIPE ? 0 : 1;
+}
+
+static int run_once(const struct options *o)
+{
+	struct catalog *cat = NULL;
+	struct gemmd_error perr;
+	struct gemm_spec spec;
+	struct gemm_plan plan;
+	struct gemm_result res;
+	struct gpu *g = NULL;
+	bool sticky = false;
+	char err[512] = "";
+	json_error_t jerr;
+	json_t *j;
+	int r;
+
+	j = json_load_file(o->once, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j) {
+		log_error("%s: %s", o->once, jerr.text);
+		return 2;
+	}
+	r = spec_from_json(j, &spec, &perr);
+	json_decref(j);
+	if (r < 0) {
+		log_error("%s: %s", o->once, perr.message);
+		return 2;
+	}
+	r = catalog_load(o->kernel_dir, &cat);
+	if (r < 0 || plan_resolve(cat, &spec, NULL, &plan, &perr) < 0) {
+		log_error("%s", r < 0 ? "cannot read kernels" : perr.message);
+		catalog_free(cat);
+		return 2;
+	}
+	catalog_free(cat);
+	r = gpu_open(o->device, o->kernel_dir, &g, err, sizeof(err));
+	if (r >= 0)
+		r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
+	gpu_close(g);
+	if (r < 0) {
+		log_error("%s", err);
+		return 1;
+	}
+	j = json_pack("{s:o, s:o}", "plan", plan_to_json(&plan), "result",
+		      result_to_json(&res));
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(j);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option opts[] = {
+		{ "probe", no_argument, NULL, 'p' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "fd", required_argument, NULL, 'f' },
+		{ "kernel-dir", required_argument, NULL, 'k' },
+		{ "once", required_argument, NULL, 'o' },
+		{}
+	};
+	int opt;
+
+	o->device = 0;
+	o->fd = -1;
+	o->kernel_dir = KERNELDIR;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'p')
+			o->probe = true;
+		else if (opt == 'd')
+			o->device = atoi(optarg);
+		else if (opt == 'f')
+			o->fd = atoi(optarg);
+		else if (opt == 'k')
+			o->kernel_dir = optarg;
+		else if (opt == 'o')
+			o->once = optarg;
+		else
+			return -EINVAL;
+	}
+	if (!o->probe && !o->once && o->fd < 0)
+		return -EINVAL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+
+	log_setup("gemmd-worker");
+	if (parse_args(argc, argv, &o) < 0) {
+		fprintf(stderr,
+			"usage: gemmd-worker --probe | --device N "
+			"(--fd FD | --once JOB.json) [--kernel-dir DIR]\n");
+		return 2;
+	}
+	if (o.probe)
+		return do_probe();
+	if (o.once)
+		return run_once(&o);
+	/* Never outlive the supervisor, even if it is killed outright. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	return serve(&o);
+}
