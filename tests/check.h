@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check.h - the smallest useful test harness: named cases, assertions
+ * that survive NDEBUG and report file:line, exit 77 for "skipped".
+ */
+#pragma once
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_TEST_SKIP 77
+
+static int check_failures;
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			check_failures++;                                      \
+		}                                                              \
+	} while (0)
+
+#define CHECK_EQ_INT(a, b)                                                    \
+	do {                                                                  \
+		long long _a = (long long)(a), _b = (long long)(b);           \
+		if (_a != _b) {                                               \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", \
+				__FILE__, __LINE__, #a, _a, _b);              \
+			check_failures++;                                     \
+		}                                                             \
+	} while (0)
+
+#define CHECK_STREQ(a, b)                                                   \
+	do {                                                                \
+		const char *_a = (a), *_b = (b);                            \
+		if (!_a || !_b || strcmp(_a, _b) != 0) {                    \
+			fprintf(stderr,                                     \
+				"%s:%d: %s == \"%s\", expected "            \
+				"\"%s\"\n",                                 \
+				__FILE__, __LINE__, #a, _a ? _a : "(null)", \
+				_b ? _b : "(null)");                        \
+			check_failures++;                                   \
+		}                                                           \
+	} while (0)
+
+#define RUN_TEST(fn)                                                         \
+	do {                                                                 \
+		int _before = check_failures;                                \
+		fn();                                                        \
+		printf("%s %s\n", check_failures == _before ? "ok" : "FAIL", \
+		       #fn);                                                 \
+	} while (0)
+
+static inline int check_exit(void)
+{
+	if (check_failures)
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
+	return check_failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}

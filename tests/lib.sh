@@ -1,0 +1,105 @@
+# Shared by the shell tests: start a real gemmd on a free loopback port.
+# Sourced with GEMMD_BUILDDIR, GEMMD_SRCDIR and GEMMD_KERNEL_DIR set by
+# "make check".
+
+: "${GEMMD_BUILDDIR:=$(pwd)}"
+: "${GEMMD_SRCDIR:=$GEMMD_BUILDDIR}"
+: "${GEMMD_KERNEL_DIR:=$GEMMD_BUILDDIR/kernels}"
+GEMMD="$GEMMD_BUILDDIR/daemon/gemmd"
+GEMMCTL="$GEMMD_BUILDDIR/client/gemmctl"
+GEMMD_WORKER="$GEMMD_BUILDDIR/daemon/gemmd-worker"
+
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gemmd-test.XXXXXX")
+GEMMD_PID=
+trap 'stop_gemmd; rm -rf "$TEST_TMP"' EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	[ -f "$TEST_TMP/gemmd.log" ] && sed 's/^/  gemmd: /' "$TEST_TMP/gemmd.log" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+# start_gemmd [extra gemmd flags...]: sets GEMMD_URL and GEMMD_PID.
+start_gemmd() {
+	"$GEMMD" --listen 127.0.0.1:0 --state-dir "$TEST_TMP/state" \
+		--kernel-dir "$GEMMD_KERNEL_DIR" --worker "$GEMMD_WORKER" "$@" \
+		>"$TEST_TMP/gemmd.log" 2>&1 &
+	GEMMD_PID=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		addr=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' \
+			"$TEST_TMP/gemmd.log" | head -n 1)
+		if [ -n "$addr" ]; then
+			GEMMD_URL="http://$addr"
+			export GEMMD_URL
+			return 0
+		fi
+		kill -0 "$GEMMD_PID" 2>/dev/null || fail "gemmd exited at start"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "gemmd did not start listening"
+}
+
+stop_gemmd() {
+	if [ -n "$GEMMD_PID" ] && kill -0 "$GEMMD_PID" 2>/dev/null; then
+		kill -TERM "$GEMMD_PID"
+		wait "$GEMMD_PID" 2>/dev/null
+	fi
+	GEMMD_PID=
+}
+
+# http METHOD PATH [BODY]: prints the body; the status goes to a file
+# because callers run it in a $(...) subshell.
+http() {
+	if [ $# -ge 3 ]; then
+		curl -sS -o "$TEST_TMP/body" -w '%{http_code}' -X "$1" \
+			-H 'Content-Type: application/json' \
+			--data-binary "$3" "$GEMMD_URL$2" >"$TEST_TMP/status" ||
+			fail "curl $1 $2"
+	else
+		curl -sS -o "$TEST_TMP/body" -w '%{http_code}' -X "$1" \
+			"$GEMMD_URL$2" >"$TEST_TMP/status" || fail "curl $1 $2"
+	fi
+	cat "$TEST_TMP/body"
+}
+
+# json EXPR < body: evaluate a python expression on the parsed body "j".
+json() {
+	python3 -c 'import json,sys
+j = json.load(sys.stdin, parse_constant=lambda c: sys.exit("bad token " + c))
+v = eval(sys.argv[1])
+print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list, bool)) else v))' "$1"
+}
+
+expect_status() {
+	STATUS=$(cat "$TEST_TMP/status")
+	[ "$STATUS" = "$1" ] || fail "$2: HTTP $STATUS, expected $1: $(cat "$TEST_TMP/body")"
+}
+
+# expect_error STATUS CODE FIELD METHOD PATH [BODY]
+expect_error() {
+	st=$1 code=$2 field=$3
+	shift 3
+	body=$(http "$@")
+	expect_status "$st" "$*"
+	got=$(echo "$body" | json 'j["error"]["code"]')
+	[ "$got" = "$code" ] || fail "$*: code $got, expected $code"
+	if [ -n "$field" ]; then
+		got=$(echo "$body" | json 'j["error"]["field"]')
+		[ "$got" = "$field" ] || fail "$*: field $got, expected $field"
+	fi
+	msg=$(echo "$body" | json 'j["error"]["message"]')
+	[ -n "$msg" ] || fail "$*: no message"
+}
+
+have_gpu() {
+	"$GEMMD_WORKER" --probe >"$TEST_TMP/probe.json" 2>/dev/null || return 1
+	n=$(json 'len(j["devices"])' <"$TEST_TMP/probe.json")
+	[ "${n:-0}" -gt 0 ]
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-frame - framed JSON over a socketpair: whole, split, large, bad.
+ */
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "frame.h"
+#include "util.h"
+
+static void test_round_trip(void)
+{
+	int sv[2];
+	json_t *in = json_pack("{s:s, s:i}", "type", "hello", "n", 42), *out;
+
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ_INT(frame_write(sv[0], in), 0);
+	CHECK_EQ_INT(frame_read(sv[1], &out), 0);
+	CHECK(json_equal(in, out));
+	json_decref(out);
+	close(sv[0]);
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EPIPE);
+	close(sv[1]);
+	json_decref(in);
+}
+
+/* The non-blocking reader must cope with frames split at any byte. */
+static void test_split(void)
+{
+	json_t *in = json_pack("{s:s}", "type", "result"), *out = NULL;
+	struct frame_reader fr = { 0 };
+	char *text = json_dumps(in, JSON_COMPACT);
+	uint32_t len = (uint32_t)strlen(text);
+	uint8_t wire[256];
+	size_t i, total = len + 4;
+	int sv[2], got = 0;
+
+	wire[0] = 0;
+	wire[1] = 0;
+	wire[2] = (uint8_t)(len >> 8);
+	wire[3] = (uint8_t)len;
+	memcpy(wire + 4, text, len);
+	memcpy(wire + total, wire, total); /* two frames back to back */
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fd_set_nonblock(sv[1], true);
+	for (i = 0; i < 2 * total; i++) {
+		int r;
+
+		CHECK_EQ_INT(write(sv[0], wire + i, 1), 1);
+		CHECK_EQ_INT(frame_reader_feed(&fr, sv[1]), 0);
+		while ((r = frame_reader_next(&fr, &out)) > 0) {
+			CHECK(json_equal(in, out));
+			json_decref(out);
+			got++;
+		}
+		CHECK(r == 0);
+	}
+	CHECK_EQ_INT(got, 2);
+	close(sv[0]);
+	CHECK_EQ_INT(frame_reader_feed(&fr, sv[1]), -EPIPE);
+	close(sv[1]);
+	frame_reader_done(&fr);
+	free(text);
+	json_decref(in);
+}
+
+static void test_large(void)
+{
+	static char big[3 << 20];
+	json_t *in, *out = NULL;
+	int sv[2];
+	pid_t pid;
+
+	memset(big, 'x', sizeof(big) - 1);
+	in = json_pack("{s:s}", "blob", big);
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		_exit(frame_write(sv[0], in) == 0 ? 0 : 1);
+	}
+	CHECK_EQ_INT(frame_read(sv[1], &out), 0);
+	CHECK(out && json_equal(in, out));
+	json_decref(out);
+	close(sv[0]);
+	close(sv[1]);
+	json_decref(in);
+}
+
+static void test_bad_frames(void)
+{
+	static const uint8_t huge[4] = { 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t junk[] = { 0, 0, 0, 3, '{', '{', '{' };
+	static const uint8_t array[] = { 0, 0, 0, 2, '[', ']' };
+	json_t *out;
+	int sv[2];
+
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ_INT(write(sv[0], huge, 4), 4);
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EMSGSIZE);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ_INT(write(sv[0], junk, sizeof(junk)), sizeof(junk));
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EBADMSG);
+	CHECK_EQ_INT(write(sv[0], array, sizeof(array)), sizeof(array));
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EBADMSG);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+int main(void)
+{
+	RUN_TEST(test_round_trip);
+	RUN_TEST(test_split);
+	RUN_TEST(test_large);
+	RUN_TEST(test_bad_frames);
+	return check_exit();
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-jobs - the job table: ids, queue order, device affinity, state
+ * changes and their notifications, retention, queue limit.
+ */
+#include "check.h"
+#include "jobs.h"
+#include "spec.h"
+
+static unsigned int notified;
+
+static void on_change(struct job *job, void *userdata)
+{
+	notified++;
+}
+
+static struct gemm_spec spec_for(int device)
+{
+	struct gemm_spec s;
+
+	spec_init(&s);
+	s.m = s.n = s.k = 256;
+	s.device = device;
+	return s;
+}
+
+static void test_lifecycle(void)
+{
+	struct job_store *s = job_store_new(10, 100);
+	struct gemm_spec spec = spec_for(-1);
+	struct job *a, *b;
+	json_t *j, *dev = json_pack("{s:i}", "index", 0);
+
+	job_store_set_notify(s, on_change, NULL);
+	notified = 0;
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(strlen(a->id), JOB_ID_LEN);
+	CHECK(strcmp(a->id, b->id) != 0);
+	CHECK(job_store_find(s, a->id) == a);
+	CHECK(job_store_find(s, "nope") == NULL);
+	CHECK_EQ_INT(job_store_queued(s), 2);
+	CHECK(job_store_next_for(s, 0) == a);
+
+	job_start(s, a, dev);
+	CHECK_EQ_INT(a->state, JOB_RUNNING);
+	CHECK(a->started_usec > 0);
+	CHECK(job_store_next_for(s, 0) == b);
+	job_finish(s, a, JOB_DONE, json_pack("{s:i}", "x", 1), NULL);
+	CHECK_EQ_INT(a->state, JOB_DONE);
+	/* a final job stays final */
+	job_finish(s, a, JOB_FAILED, NULL, "late");
+	CHECK_EQ_INT(a->state, JOB_DONE);
+	job_finish(s, b, JOB_CANCELLED, NULL, "by %s", "test");
+	CHECK_STREQ(b->reason, "by test");
+	CHECK_EQ_INT(job_store_queued(s), 0);
+	CHECK_EQ_INT(notified, 3);
+
+	j = job_to_json(a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "state")), "done");
+	CHECK(json_is_object(json_object_get(j, "result")));
+	CHECK(json_is_object(json_object_get(j, "device")));
+	CHECK(json_is_string(json_object_get(j, "finished_at")));
+	CHECK(json_is_object(json_object_get(j, "spec")));
+	CHECK(json_is_null(json_object_get(j, "plan")));
+	json_decref(j);
+	j = job_store_to_json(s, JOB_CANCELLED, 0);
+	CHECK_EQ_INT(json_array_size(j), 1);
+	json_decref(j);
+	json_decref(dev);
+	job_store_free(s);
+}
+
+static void test_affinity(void)
+{
+	struct job_store *s = job_store_new(10, 100);
+	struct gemm_spec on1 = spec_for(1), any = spec_for(-1);
+	struct job *a, *b;
+
+	CHECK_EQ_INT(job_store_add(s, &on1, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &any, &b), 0);
+	CHECK(job_store_next_for(s, 0) == b);
+	CHECK(job_store_next_for(s, 1) == a);
+	job_store_free(s);
+}
+
+static void test_limits(void)
+{
+	struct job_store *s = job_store_new(3, 2);
+	struct gemm_spec spec = spec_for(-1);
+	struct job *j[5];
+	char first[JOB_ID_LEN + 1];
+	int i;
+
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &j[3]), -EBUSY);
+	strcpy(first, j[0]->id);
+	for (i = 0; i < 3; i++)
+		job_finish(s, j[i], JOB_DONE, NULL, NULL);
+	/* only the two newest finished jobs are kept */
+	CHECK_EQ_INT(job_store_count(s), 2);
+	CHECK(job_store_find(s, first) == NULL);
+	CHECK_EQ_INT(job_store_add(s, &spec, &j[4]), 0);
+	job_store_free(s);
+}
+
+static void test_state_names(void)
+{
+	CHECK_STREQ(job_state_to_string(JOB_TIMEOUT), "timeout");
+	CHECK_EQ_INT(job_state_from_string("cancelled"), JOB_CANCELLED);
+	CHECK(job_state_from_string("bogus") < 0);
+	CHECK(job_state_is_final(JOB_FAILED));
+	CHECK(!job_state_is_final(JOB_RUNNING));
+}
+
+int main(void)
+{
+	RUN_TEST(test_lifecycle);
+	RUN_TEST(test_affinity);
+	RUN_TEST(test_limits);
+	RUN_TEST(test_state_names);
+	return check_exit();
+}

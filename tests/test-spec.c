@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-spec - job parsing and validation: every error the API promises.
+ */
+#include "check.h"
+#include "spec.h"
+
+static int parse(const char *body, struct gemm_spec *spec,
+		 struct gemmd_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	return spec_parse(body, strlen(body), spec, err);
+}
+
+/* Expect a 400 with this code and field. */
+static void expect_error(const char *body, const char *code, const char *field)
+{
+	struct gemmd_error err;
+	struct gemm_spec spec;
+	int r = parse(body, &spec, &err);
+
+	CHECK(r < 0);
+	CHECK_EQ_INT(err.status, 400);
+	CHECK_STREQ(err.code, code);
+	if (field)
+		CHECK_STREQ(err.field, field);
+	CHECK(err.message[0] != '\0');
+	if (r >= 0 || strcmp(err.code, code))
+		fprintf(stderr, "  body: %s\n  got: %s %s\n", body, err.code,
+			err.message);
+}
+
+static void test_minimal_defaults(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(parse("{\"m\":1000,\"n\":1500,\"k\":1032}", &s, &err), 0);
+	CHECK_EQ_INT(s.m, 1000);
+	CHECK_EQ_INT(s.n, 1500);
+	CHECK_EQ_INT(s.k, 1032);
+	CHECK_EQ_INT(s.dtype, GEMM_DTYPE_BF16);
+	CHECK_EQ_INT(s.layout, GEMM_LAYOUT_TN);
+	CHECK_EQ_INT(s.schedule, GEMM_SCHEDULE_WS);
+	CHECK_EQ_INT(s.stages, 0);
+	CHECK_EQ_INT(s.cluster_x, 1);
+	CHECK_EQ_INT(s.cluster_y, 1);
+	CHECK_EQ_INT(s.warmup, 10);
+	CHECK_EQ_INT(s.iterations, 50);
+	CHECK(s.verify);
+	CHECK_EQ_INT(s.init, GEMM_INIT_NORMAL);
+	CHECK_EQ_INT(s.seed, 1);
+	CHECK_EQ_INT(s.device, -1);
+	CHECK(!s.dry_run);
+}
+
+static void test_full(void)
+{
+	const char *body =
+		"{\"m\":4096,\"n\":4096,\"k\":4096,\"dtype\":\"fp16\","
+		"\"layout\":\"tn\",\"kernel\":{\"schedule\":\"ws\","
+		"\"tile\":\"128x256x64\",\"stages\":3,\"cluster\":[1,1]},"
+		"\"timing\":{\"warmup\":2,\"iterations\":7},"
+		"\"verify\":{\"enabled\":false,\"init\":\"randint\","
+		"\"seed\":42,\"reference\":\"device\"},\"device\":0,"
+		"\"dry_run\":true,\"label\":\"sweep-1\"}";
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(parse(body, &s, &err), 0);
+	CHECK_EQ_INT(s.dtype, GEMM_DTYPE_FP16);
+	CHECK_EQ_INT(s.tile.m, 128);
+	CHECK_EQ_INT(s.tile.n, 256);
+	CHECK_EQ_INT(s.tile.k, 64);
+	CHECK_EQ_INT(s.stages, 3);
+	CHECK_EQ_INT(s.warmup, 2);
+	CHECK_EQ_INT(s.iterations, 7);
+	CHECK(!s.verify);
+	CHECK_EQ_INT(s.init, GEMM_INIT_RANDINT);
+	CHECK_EQ_INT(s.seed, 42);
+	CHECK_EQ_INT(s.device, 0);
+	CHECK(s.dry_run);
+	CHECK_STREQ(s.label, "sweep-1");
+}
+
+static void test_round_trip(void)
+{
+	const char *body = "{\"m\":77,\"n\":88,\"k\":96,\"dtype\":\"fp16\","
+			   "\"kernel\":{\"tile\":\"128x128x64\",\"stages\":5},"
+			   "\"verify\":{\"init\":\"uniform\",\"seed\":9}}";
+	struct gemmd_error err;
+	struct gemm_spec a, b;
+	json_t *j;
+
+	CHECK_EQ_INT(parse(body, &a, &err), 0);
+	j = spec_to_json(&a);
+	CHECK(j != NULL);
+	CHECK_EQ_INT(spec_from_json(j, &b, &err), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	json_decref(j);
+}
+
+static void test_malformed(void)
+{
+	expect_error("", "invalid_json", NULL);
+	expect_error("{\"m\":1,", "invalid_json", NULL);
+	expect_error("{\"m\":1} trailing", "invalid_json", NULL);
+	expect_error("[1,2,3]", "invalid_type", "(body)");
+	expect_error("{\"m\":NaN,\"n\":1,\"k\":8}", "invalid_json", NULL);
+	expect_error("{\"m\":\"a\\u0000b\",\"n\":1,\"k\":8}", "null_byte",
+		     NULL);
+	expect_error("{\"m\":1,\"m\":2,\"n\":1,\"k\":8}", "duplicate_key",
+		     NULL);
+	expect_error("{\"m\":1e999,\"n\":1,\"k\":8}", "numeric_overflow", NULL);
+	expect_error("{\"m\":99999999999999999999,\"n\":1,\"k\":8}",
+		     "numeric_overflow", NULL);
+}
+
+static void test_too_deep(void)
+{
+	static char body[40000];
+	size_t i, n = 10000;
+
+	for (i = 0; i < n; i++)
+		body[i] = '[';
+	for (i = 0; i < n; i++)
+		body[n + i] = ']';
+	body[2 * n] = '\0';
+	expect_error(body, "too_deep", NULL);
+}
+
+static void test_fields(void)
+{
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"mm\":3}", "unknown_field",
+		     "mm");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"stage\":3}}",
+		     "unknown_field", "kernel.stage");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"int\":1}}",
+		     "unknown_field", "verify.int");
+	expect_error("{\"n\":1,\"k\":8}", "missing_field", "m");
+	expect_error("{\"m\":1,\"k\":8}", "missing_field", "n");
+	expect_error("{\"m\":1,\"n\":8}", "missing_field", "k");
+	expect_error("{\"m\":\"5\",\"n\":1,\"k\":8}", "invalid_type", "m");
+	expect_error("{\"m\":5.5,\"n\":1,\"k\":8}", "invalid_type", "m");
+	expect_error("{\"m\":0,\"n\":1,\"k\":8}", "out_of_range", "m");
+	expect_error("{\"m\":-4,\"n\":1,\"k\":8}", "out_of_range", "m");
+	expect_error("{\"m\":4294967297,\"n\":1,\"k\":8}", "out_of_range", "m");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"dtype\":\"fp64\"}",
+		     "invalid_value", "dtype");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"layout\":\"xx\"}",
+		     "invalid_value", "layout");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"schedule\":1}}",
+		     "invalid_type", "kernel.schedule");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"tile\":\"12x\"}}",
+		     "invalid_value", "kernel.tile");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"stages\":0}}",
+		     "out_of_range", "kernel.stages");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"stages\":65}}",
+		     "out_of_range", "kernel.stages");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"cluster\":[1]}}",
+		     "invalid_type", "kernel.cluster");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"cluster\":[1,0]}}",
+		     "out_of_range", "kernel.cluster[1]");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"timing\":{\"iterations\":0}}",
+		     "out_of_range", "timing.iterations");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"timing\":{\"warmup\":-1}}",
+		     "out_of_range", "timing.warmup");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"enabled\":1}}",
+		     "invalid_type", "verify.enabled");
+	expect_error(
+		"{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"init\":\"zeros\"}}",
+		"invalid_value", "verify.init");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"seed\":-1}}",
+		     "out_of_range", "verify.seed");
+	expect_error(
+		"{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"reference\":\"x\"}}",
+		"invalid_value", "verify.reference");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"device\":-2}", "out_of_range",
+		     "device");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"dry_run\":\"yes\"}",
+		     "invalid_type", "dry_run");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"timing\":[]}", "invalid_type",
+		     "timing");
+}
+
+static void test_tile(void)
+{
+	struct gemm_tile t;
+	char buf[32];
+
+	CHECK_EQ_INT(tile_parse("64x128x64", &t), 0);
+	CHECK_STREQ(tile_format(&t, buf, sizeof(buf)), "64x128x64");
+	CHECK(tile_parse("64x128", &t) < 0);
+	CHECK(tile_parse("64x128x64x1", &t) < 0);
+	CHECK(tile_parse("0x128x64", &t) < 0);
+	CHECK(tile_parse("x", &t) < 0);
+}
+
+int main(void)
+{
+	RUN_TEST(test_minimal_defaults);
+	RUN_TEST(test_full);
+	RUN_TEST(test_round_trip);
+	RUN_TEST(test_malformed);
+	RUN_TEST(test_too_deep);
+	RUN_TEST(test_fields);
+	RUN_TEST(test_tile);
+	return check_exit();
+}
