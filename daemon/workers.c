@@ -236,7 +236,7 @@ int workers_probe(struct workers *p)
 {
 	char *argv[] = { p->worker_path, (char *)"--probe", NULL };
 	_cleanup_free_ char *out = NULL;
-	int pipefd[2], status, r;
+	int pipefd[2], status = 0, r;
 	pid_t pid = 0;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
