@@ -129,8 +129,13 @@ void http_request_resume(struct http_request *req)
 		return;
 	req->suspended = false;
 	req->resumed = true;
-	/* MHD signals its ITC; our io source sees the epoll fd wake. */
 	MHD_resume_connection(req->conn);
+	/*
+	 * In external-epoll mode MHD 0.9.x does not wake its epoll fd for a
+	 * resume, so run it on the next loop iteration ourselves.
+	 */
+	sd_event_source_set_time(req->srv->timer, 1);
+	sd_event_source_set_enabled(req->srv->timer, SD_EVENT_ONESHOT);
 }
 
 int http_respond_json(struct http_request *req, unsigned int status,
