@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl-http.c - gemmctl's HTTP transport (libcurl easy interface).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "ctl-http.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+/* The largest reply we buffer: a long job list is a few MiB at most. */
+#define REPLY_MAX (64u << 20)
+#define CONNECT_TIMEOUT_S 10L
+
+struct sink {
+	struct ctl_reply *reply;
+	int err;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *data)
+{
+	struct sink *s = data;
+	struct ctl_reply *r = s->reply;
+	size_t n = size * nmemb;
+	char *p;
+
+	if (n > REPLY_MAX - r->len) {
+		s->err = -EFBIG;
+		return 0;
+	}
+	p = realloc(r->body, r->len + n + 1);
+	if (!p) {
+		s->err = -ENOMEM;
+		return 0;
+	}
+	memcpy(p + r->len, ptr, n);
+	r->len += n;
+	p[r->len] = '\0';
+	r->body = p;
+	return n;
+}
+
+void ctl_reply_done(struct ctl_reply *r)
+{
+	free(r->body);
+	r->body = NULL;
+	r->len = 0;
+	r->status = 0;
+}
+
+char *ctl_http_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out, *p;
+
+	out = malloc(strlen(s) * 3 + 1);
+	if (!out)
+		return NULL;
+	for (p = out; *s; s++) {
+		unsigned char c = *s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~", c)) {
+			*p++ = c;
+			continue;
+		}
+		*p++ = '%';
+		*p++ = hex[c >> 4];
+		*p++ = hex[c & 15];
+	}
+	*p = '\0';
+	return out;
+}
+
+static int report_curl(const struct ctl_http *h, CURLcode cc,
+		       const char *errbuf, long timeout_s)
+{
+	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+
+	/* Not a switch: -Wswitch-enum wants all of libcurl's ~100 codes. */
+	if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) {
+		fprintf(stderr, "gemmctl: invalid URL '%s': %s\n", h->url, why);
+		return -EINVAL;
+	}
+	if (cc == CURLE_OPERATION_TIMEDOUT) {
+		fprintf(stderr,
+			"gemmctl: no answer from gemmd at %s within %ld s\n",
+			h->url, timeout_s);
+		return -ETIMEDOUT;
+	}
+	fprintf(stderr, "gemmctl: cannot reach gemmd at %s: %s\n", h->url, why);
+	return -ECONNREFUSED;
+}
+
+static int set_method(CURL *curl, const char *method, const char *body,
+		      size_t len)
+{
+	CURLcode cc;
+
+	if (body) {
+		cc = curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+		if (cc == CURLE_OK)
+			cc = curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+					      (curl_off_t)len);
+	} else {
+		cc = curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+	}
+	/* POSTFIELDS and HTTPGET pick POST and GET; anything else is custom. */
+	if (cc == CURLE_OK && strcmp(method, "GET") && strcmp(method, "POST"))
+		cc = curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	return cc == CURLE_OK ? 0 : -EINVAL;
+}
+
+static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
+		      long timeout_s, char *errbuf, struct sink *sink)
+{
+	CURLcode cc = CURLE_OK;
+
+	/* Setting an option only fails for a bad option or OOM. */
+	cc |= curl_easy_setopt(curl, CURLOPT_URL, url);
+	cc |= curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	cc |= curl_easy_setopt(curl, CURLOPT_USERAGENT,
+			       "gemmctl/" PACKAGE_VERSION);
+	cc |= curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	cc |= curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	cc |= curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	cc |= curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink);
+	cc |= curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+	cc |= curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	cc |= curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	cc |= curl_easy_setopt(curl, CURLOPT_PROTOCOLS,
+			       (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	return cc == CURLE_OK ? 0 : -ENOMEM;
+}
+
+static struct curl_slist *make_headers(bool has_body)
+{
+	static const char *const lines[] = {
+		"Accept: application/json",
+		/* No 100-continue round trip for a large job file. */
+		"Expect:",
+		"Content-Type: application/json",
+	};
+	struct curl_slist *list = NULL, *next;
+	size_t i, n = has_body ? 3 : 1;
+
+	for (i = 0; i < n; i++) {
+		next = curl_slist_append(list, lines[i]);
+		if (!next) {
+			curl_slist_free_all(list);
+			return NULL;
+		}
+		list = next;
+	}
+	return list;
+}
+
+static char *join_url(const char *base, const char *path)
+{
+	size_t a = strlen(base), b = strlen(path);
+	char *url = malloc(a + b + 1);
+
+	if (!url)
+		return NULL;
+	memcpy(url, base, a);
+	memcpy(url + a, path, b + 1);
+	return url;
+}
+
+int ctl_http_request(const struct ctl_http *h, const char *method,
+		     const char *path, const char *body, size_t len,
+		     long extra_s, struct ctl_reply *ret)
+{
+	struct ctl_reply reply = {};
+	struct sink sink = { .reply = &reply };
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers = NULL;
+	long timeout_s = h->timeout_s ? h->timeout_s + extra_s : 0;
+	char *url = NULL;
+	CURL *curl;
+	CURLcode cc;
+	int r = -ENOMEM;
+
+	curl = curl_easy_init();
+	if (!curl)
+		goto out;
+	url = join_url(h->url, path);
+	headers = make_headers(body != NULL);
+	if (!url || !headers)
+		goto out;
+	r = set_common(curl, url, headers, timeout_s, errbuf, &sink);
+	if (r < 0)
+		goto out;
+	r = set_method(curl, method, body, len);
+	if (r < 0)
+		goto out;
+
+	cc = curl_easy_perform(curl);
+	if (cc == CURLE_WRITE_ERROR && sink.err == -EFBIG)
+		fprintf(stderr,
+			"gemmctl: reply from %s is larger than %u MiB\n",
+			h->url, REPLY_MAX >> 20);
+	if (cc == CURLE_WRITE_ERROR && sink.err) {
+		r = sink.err;
+		goto out;
+	}
+	if (cc != CURLE_OK) {
+		r = report_curl(h, cc, errbuf, timeout_s);
+		goto out;
+	}
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+	*ret = reply;
+	reply.body = NULL;
+	r = 0;
+out:
+	if (r == -ENOMEM)
+		fprintf(stderr, "gemmctl: out of memory\n");
+	ctl_reply_done(&reply);
+	curl_slist_free_all(headers);
+	free(url);
+	curl_easy_cleanup(curl);
+	return r;
+}

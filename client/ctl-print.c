@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl-print.c - how gemmctl shows jobs, kernels and devices.
+ *
+ * Everything here reads the daemon's JSON defensively: a missing or null
+ * member prints as "-" rather than failing, so that an older or newer
+ * daemon still gives readable output.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl-print.h"
+#include "util.h"
+
+#define CELL_MAX 96
+
+/* --- JSON text ------------------------------------------------------------ */
+
+static void newline(FILE *f, int depth)
+{
+	fputc('\n', f);
+	while (depth-- > 0)
+		fputs("  ", f);
+}
+
+static size_t skip_space(const char *s, size_t i, size_t len)
+{
+	while (i < len &&
+	       (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		i++;
+	return i;
+}
+
+/*
+ * Re-indents the text rather than dumping a parsed copy: jansson would print
+ * 755.2 as 755.20000000000005, and --json promises the daemon's own JSON.
+ * The caller has checked that the text parses.
+ */
+void ctl_print_json_text(FILE *f, const char *s, size_t len)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+	size_t i, j;
+
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			fputc(c, f);
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = true;
+			fputc(c, f);
+			break;
+		case '{':
+		case '[':
+			fputc(c, f);
+			j = skip_space(s, i + 1, len);
+			if (j < len && (s[j] == '}' || s[j] == ']')) {
+				fputc(s[j], f);
+				i = j;
+			} else {
+				newline(f, ++depth);
+			}
+			break;
+		case '}':
+		case ']':
+			newline(f, --depth);
+			fputc(c, f);
+			break;
+		case ',':
+			fputc(c, f);
+			newline(f, depth);
+			break;
+		case ':':
+			fputs(": ", f);
+			break;
+		case ' ':
+		case '\t':
+		case '\r':
+		case '\n':
+			break;
+		default:
+			fputc(c, f);
+			break;
+		}
+	}
+	fputc('\n', f);
+}
+
+/* --- reading members ------------------------------------------------------ */
+
+static const char *jstr(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+static bool jnum(const json_t *obj, const char *key, double *ret)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (!json_is_number(v))
+		return false;
+	*ret = json_number_value(v);
+	return true;
+}
+
+static bool jint(const json_t *obj, const char *key, json_int_t *ret)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (!json_is_integer(v))
+		return false;
+	*ret = json_integer_value(v);
+	return true;
+}
+
+/* "32x16x1" from [32,16,1]; "-" when it is not an array of integers. */
+static const char *dims(const json_t *arr, char *buf, size_t len)
+{
+	size_t i, used = 0;
+
+	if (!json_is_array(arr) || !json_array_size(arr))
+		return "-";
+	for (i = 0; i < json_array_size(arr) && used < len; i++) {
+		const json_t *v = json_array_get(arr, i);
+
+		if (!json_is_integer(v))
+			return "-";
+		used += snprintf(buf + used, len - used,
+				 "%s%" JSON_INTEGER_FORMAT, i ? "x" : "",
+				 json_integer_value(v));
+	}
+	return buf;
+}
+
+/* Integer member as text, "-" when absent. */
+static const char *int_text(const json_t *obj, const char *key, char *buf,
+			    size_t len)
+{
+	json_int_t v;
+
+	if (!jint(obj, key, &v))
+		return "-";
+	snprintf(buf, len, "%" JSON_INTEGER_FORMAT, v);
+	return buf;
+}
+
+/* --- tables --------------------------------------------------------------- */
+
+struct table {
+	const char *const *head;
+	const char *align; /* 'l' or 'r' per column */
+	size_t ncols, nrows, alloc;
+	char (*cells)[CELL_MAX];
+};
+
+static char *cell(const struct table *t, size_t row, size_t col)
+{
+	return t->cells[row * t->ncols + col];
+}
+
+static int table_add_row(struct table *t)
+{
+	char(*cells)[CELL_MAX];
+	size_t alloc;
+
+	if (t->nrows == t->alloc) {
+		alloc = t->alloc ? t->alloc * 2 : 16;
+		cells = reallocarray(t->cells, alloc * t->ncols, CELL_MAX);
+		if (!cells)
+			return -ENOMEM;
+		t->cells = cells;
+		t->alloc = alloc;
+	}
+	memset(cell(t, t->nrows, 0), 0, t->ncols * CELL_MAX);
+	return t->nrows++;
+}
+
+static _printf_(4, 5) void table_set(struct table *t, size_t row, size_t col,
+				     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cell(t, row, col), CELL_MAX, fmt, ap);
+	va_end(ap);
+}
+
+static void table_print_row(const struct table *t, const size_t *width,
+			    const char *const *text)
+{
+	size_t c;
+
+	for (c = 0; c < t->ncols; c++) {
+		bool last = c + 1 == t->ncols;
+		int w = (int)width[c];
+
+		if (t->align[c] == 'r')
+			printf("%*s", w, text[c]);
+		else
+			printf("%-*s", last ? 0 : w, text[c]);
+		fputs(last ? "\n" : "  ", stdout);
+	}
+}
+
+static int table_print(const struct table *t)
+{
+	const char **text;
+	size_t *width;
+	size_t r, c;
+
+	width = calloc(t->ncols, sizeof(*width));
+	text = calloc(t->ncols, sizeof(*text));
+	if (!width || !text) {
+		free(width);
+		free(text);
+		return -ENOMEM;
+	}
+	for (c = 0; c < t->ncols; c++) {
+		width[c] = strlen(t->head[c]);
+		for (r = 0; r < t->nrows; r++)
+			width[c] = MAX(width[c], strlen(cell(t, r, c)));
+	}
+	table_print_row(t, width, t->head);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++)
+			text[c] = cell(t, r, c);
+		table_print_row(t, width, text);
+	}
+	free(width);
+	free(text);
+	return 0;
+}
+
+static void table_done(struct table *t)
+{
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = t->alloc = 0;
+}
+
+/* --- verification --------------------------------------------------------- */
+
+/* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */
+static const char *verdict(const json_t *job)
+{
+	const json_t *v =
+		json_object_get(json_object_get(job, "result"), "verify");
+
+	if (!json_is_object(v))
+		return "-";
+	if (!json_is_true(json_object_get(v, "checked")))
+		return "unchecked";
+	return json_is_true(json_object_get(v, "passed")) ? "PASSED" : "FAILED";
+}
+
+bool ctl_job_succeeded(const json_t *job)
+{
+	const char *state = jstr(job, "state");
+
+	return state && !strcmp(state, "done") &&
+	       strcmp(verdict(job), "FAILED") != 0;
+}
+
+/* --- job summary ---------------------------------------------------------- */
+
+static _printf_(2, 3) void field(const char *label, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%-10s", label);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void print_state(const json_t *job)
+{
+	const json_t *reason = json_object_get(job, "reason");
+	const char *state = jstr(job, "state");
+	const char *text = json_string_value(reason);
+	char *dump = NULL;
+
+	/* The reason is a string today; show anything richer compactly. */
+	if (!text && json_is_object(reason))
+		text = jstr(reason, "message");
+	if (!text && reason && !json_is_null(reason))
+		text = dump =
+			json_dumps(reason, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (text)
+		field("state:", "%s (%s)", state ?: "-", text);
+	else
+		field("state:", "%s", state ?: "-");
+	free(dump);
+}
+
+static void print_problem(const json_t *spec)
+{
+	char m[32], n[32], k[32];
+	const char *dtype = jstr(spec, "dtype");
+	const char *layout = jstr(spec, "layout");
+
+	field("problem:", "m=%s n=%s k=%s%s%s%s%s%s",
+	      int_text(spec, "m", m, sizeof(m)),
+	      int_text(spec, "n", n, sizeof(n)),
+	      int_text(spec, "k", k, sizeof(k)), dtype ? " " : "", dtype ?: "",
+	      layout ? " " : "", layout ?: "",
+	      json_is_true(json_object_get(spec, "dry_run")) ? " (dry run)" :
+							       "");
+}
+
+static void print_plan(const json_t *plan)
+{
+	char grid[48], block[48], cluster[48], stages[32];
+	json_int_t smem = 0;
+
+	if (!json_is_object(plan)) {
+		field("kernel:", "-");
+		return;
+	}
+	field("kernel:", "%s", jstr(plan, "kernel") ?: "-");
+	jint(plan, "smem_bytes", &smem);
+	field("launch:",
+	      "%s stages, grid %s, block %s, cluster %s, %" JSON_INTEGER_FORMAT
+	      " B shared",
+	      int_text(plan, "stages", stages, sizeof(stages)),
+	      dims(json_object_get(plan, "grid"), grid, sizeof(grid)),
+	      dims(json_object_get(plan, "block"), block, sizeof(block)),
+	      dims(json_object_get(plan, "cluster"), cluster, sizeof(cluster)),
+	      smem);
+}
+
+static void print_device(const json_t *dev)
+{
+	char index[32];
+
+	if (!json_is_object(dev)) {
+		field("device:", "-");
+		return;
+	}
+	field("device:", "%s %s", int_text(dev, "index", index, sizeof(index)),
+	      jstr(dev, "name") ?: "");
+}
+
+static void print_timing(const json_t *result)
+{
+	const json_t *t = json_object_get(result, "timing");
+	double median, min = 0, mean = 0, stdev = 0, tflops;
+	json_int_t samples = 0;
+
+	if (jnum(t, "median_us", &median)) {
+		jnum(t, "min_us", &min);
+		jnum(t, "mean_us", &mean);
+		jnum(t, "stdev_us", &stdev);
+		jint(t, "samples", &samples);
+		field("median:",
+		      "%.1f us (min %.1f, mean %.1f, stdev %.1f, %" JSON_INTEGER_FORMAT
+		      " samples)",
+		      median, min, mean, stdev, samples);
+	}
+	if (jnum(result, "tflops", &tflops))
+		field("TFLOP/s:", "%.1f", tflops);
+}
+
+static void print_first_mismatch(const json_t *first)
+{
+	json_int_t row, col;
+	double got, want;
+	char *dump;
+
+	if (jint(first, "row", &row) && jint(first, "col", &col) &&
+	    jnum(first, "got", &got) && jnum(first, "want", &want)) {
+		field("",
+		      "first mismatch at [%" JSON_INTEGER_FORMAT
+		      ",%" JSON_INTEGER_FORMAT "]: got %g, want %g",
+		      row, col, got, want);
+		return;
+	}
+	dump = json_dumps(first, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (dump)
+		field("", "first mismatch: %s", dump);
+	free(dump);
+}
+
+static void print_verify(const json_t *job)
+{
+	const json_t *v =
+		json_object_get(json_object_get(job, "result"), "verify");
+	const char *text = verdict(job);
+	double abs_err = 0, rel_err = 0, atol = 0, rtol = 0;
+	json_int_t bad = 0, nans = 0, infs = 0, unwritten = 0;
+	const json_t *first;
+
+	if (strcmp(text, "PASSED") && strcmp(text, "FAILED")) {
+		field("verify:", "not checked");
+		return;
+	}
+	jnum(v, "max_abs_err", &abs_err);
+	jnum(v, "max_rel_err", &rel_err);
+	jnum(v, "atol", &atol);
+	jnum(v, "rtol", &rtol);
+	jint(v, "mismatches", &bad);
+	field("verify:",
+	      "%s (%" JSON_INTEGER_FORMAT " mismatches, max abs err %g, "
+	      "max rel err %g; atol %g, rtol %g)",
+	      text, bad, abs_err, rel_err, atol, rtol);
+
+	jint(v, "nan_count", &nans);
+	jint(v, "inf_count", &infs);
+	jint(v, "unwritten", &unwritten);
+	if (nans || infs || unwritten)
+		field("",
+		      "%" JSON_INTEGER_FORMAT " NaN, %" JSON_INTEGER_FORMAT
+		      " Inf, %" JSON_INTEGER_FORMAT " never written",
+		      nans, infs, unwritten);
+	first = json_object_get(v, "first_mismatch");
+	if (first && !json_is_null(first))
+		print_first_mismatch(first);
+}
+
+static void print_result(const json_t *job)
+{
+	const json_t *result = json_object_get(job, "result");
+	const char *state = jstr(job, "state") ?: "";
+	const json_t *spec = json_object_get(job, "spec");
+
+	if (json_is_object(result)) {
+		print_timing(result);
+	} else if (!strcmp(state, "queued") || !strcmp(state, "running")) {
+		field("result:", "pending");
+		return;
+	} else if (json_is_true(json_object_get(spec, "dry_run"))) {
+		field("result:", "none (dry run)");
+	} else {
+		field("result:", "none");
+	}
+	print_verify(job);
+}
+
+void ctl_print_job(const json_t *job)
+{
+	static const char *const times[][2] = {
+		{ "created_at", "created:" },
+		{ "started_at", "started:" },
+		{ "finished_at", "finished:" },
+	};
+	const char *label;
+	size_t i;
+
+	field("id:", "%s", jstr(job, "id") ?: "-");
+	label = jstr(json_object_get(job, "spec"), "label");
+	if (label && *label)
+		field("label:", "%s", label);
+	print_state(job);
+	print_problem(json_object_get(job, "spec"));
+	print_plan(json_object_get(job, "plan"));
+	print_device(json_object_get(job, "device"));
+	print_result(job);
+	for (i = 0; i < ARRAY_SIZE(times); i++) {
+		const char *t = jstr(job, times[i][0]);
+
+		if (t)
+			field(times[i][1], "%s", t);
+	}
+}
+
+/* --- jobs, kernels, devices ----------------------------------------------- */
+
+static void job_row(struct table *t, size_t row, const json_t *job)
+{
+	const json_t *spec = json_object_get(job, "spec");
+	const json_t *plan = json_object_get(job, "plan");
+	const json_t *result = json_object_get(job, "result");
+	char buf[32];
+	double tflops;
+
+	table_set(t, row, 0, "%s", jstr(job, "id") ?: "-");
+	table_set(t, row, 1, "%s", jstr(job, "state") ?: "-");
+	table_set(t, row, 2, "%s", int_text(spec, "m", buf, sizeof(buf)));
+	table_set(t, row, 3, "%s", int_text(spec, "n", buf, sizeof(buf)));
+	table_set(t, row, 4, "%s", int_text(spec, "k", buf, sizeof(buf)));
+	table_set(t, row, 5, "%s", jstr(spec, "dtype") ?: "-");
+	table_set(t, row, 6, "%s", jstr(plan, "kernel") ?: "-");
+	/* Before planning, show the stages asked for, if any. */
+	if (json_is_object(plan))
+		table_set(t, row, 7, "%s",
+			  int_text(plan, "stages", buf, sizeof(buf)));
+	else
+		table_set(t, row, 7, "%s",
+			  int_text(json_object_get(spec, "kernel"), "stages",
+				   buf, sizeof(buf)));
+	if (jnum(result, "tflops", &tflops))
+		table_set(t, row, 8, "%.1f", tflops);
+	else
+		table_set(t, row, 8, "-");
+	table_set(t, row, 9, "%s", verdict(job));
+}
+
+static int print_rows(struct table *t, const json_t *items, const char *none,
+		      void (*fill)(struct table *, size_t, const json_t *))
+{
+	size_t i;
+	int r;
+
+	if (!json_array_size(items)) {
+		printf("%s\n", none);
+		return 0;
+	}
+	for (i = 0; i < json_array_size(items); i++) {
+		r = table_add_row(t);
+		if (r < 0)
+			goto out;
+		fill(t, r, json_array_get(items, i));
+	}
+	r = table_print(t);
+out:
+	table_done(t);
+	return r;
+}
+
+int ctl_print_jobs(const json_t *jobs)
+{
+	static const char *const head[] = { "ID",     "STATE",	"M",
+					    "N",      "K",	"DTYPE",
+					    "KERNEL", "STAGES", "TFLOP/s",
+					    "VERIFY" };
+	struct table t = { .head = head,
+			   .align = "llrrrllrrl",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, jobs, "no jobs", job_row);
+}
+
+static void kernel_row(struct table *t, size_t row, const json_t *k)
+{
+	char buf[48];
+	json_int_t lo, hi;
+
+	table_set(t, row, 0, "%s", jstr(k, "name") ?: "-");
+	table_set(t, row, 1, "%s", jstr(k, "dtype") ?: "-");
+	table_set(t, row, 2, "%s", jstr(k, "out") ?: "-");
+	table_set(t, row, 3, "%s",
+		  dims(json_object_get(k, "tile"), buf, sizeof(buf)));
+	if (jint(k, "min_stages", &lo) && jint(k, "max_stages", &hi))
+		table_set(t, row, 4,
+			  "%" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT, lo,
+			  hi);
+	else
+		table_set(t, row, 4, "-");
+	table_set(t, row, 5, "%s",
+		  dims(json_object_get(k, "cluster"), buf, sizeof(buf)));
+	table_set(t, row, 6, "%s", int_text(k, "threads", buf, sizeof(buf)));
+	table_set(t, row, 7, "%s", int_text(k, "smem_stage", buf, sizeof(buf)));
+	table_set(t, row, 8, "%s", jstr(k, "cubin") ?: "-");
+}
+
+int ctl_print_kernels(const json_t *kernels)
+{
+	static const char *const head[] = { "NAME",    "DTYPE",	     "OUT",
+					    "TILE",    "STAGES",     "CLUSTER",
+					    "THREADS", "SMEM/STAGE", "CUBIN" };
+	struct table t = { .head = head,
+			   .align = "llllrlrrl",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, kernels, "no kernels", kernel_row);
+}
+
+static void worker_cell(struct table *t, size_t row, size_t col,
+			const json_t *w)
+{
+	json_int_t pid = 0, restarts = 0;
+	char buf[48] = "";
+
+	if (!json_is_object(w)) {
+		table_set(t, row, col, "-");
+		return;
+	}
+	if (jint(w, "restarts", &restarts) && restarts)
+		snprintf(buf, sizeof(buf),
+			 ", %" JSON_INTEGER_FORMAT " restarts", restarts);
+	if (jint(w, "pid", &pid) && pid > 0)
+		table_set(t, row, col, "%s (pid %" JSON_INTEGER_FORMAT "%s)",
+			  jstr(w, "state") ?: "-", pid, buf);
+	else
+		table_set(t, row, col, "%s%s", jstr(w, "state") ?: "-", buf);
+}
+
+static void device_row(struct table *t, size_t row, const json_t *d)
+{
+	char buf[32];
+	double mem, khz;
+
+	table_set(t, row, 0, "%s", int_text(d, "index", buf, sizeof(buf)));
+	table_set(t, row, 1, "%s", jstr(d, "name") ?: "-");
+	table_set(t, row, 2, "%s", jstr(d, "compute_capability") ?: "-");
+	table_set(t, row, 3, "%s", int_text(d, "sm_count", buf, sizeof(buf)));
+	if (jnum(d, "memory_bytes", &mem))
+		table_set(t, row, 4, "%.1f GiB", mem / (1024.0 * 1024 * 1024));
+	else
+		table_set(t, row, 4, "-");
+	if (jnum(d, "sm_clock_khz", &khz))
+		table_set(t, row, 5, "%.0f MHz", khz / 1000);
+	else
+		table_set(t, row, 5, "-");
+	if (jnum(d, "mem_clock_khz", &khz))
+		table_set(t, row, 6, "%.0f MHz", khz / 1000);
+	else
+		table_set(t, row, 6, "-");
+	table_set(t, row, 7, "%s", jstr(d, "driver_version") ?: "-");
+	worker_cell(t, row, 8, json_object_get(d, "worker"));
+}
+
+int ctl_print_devices(const json_t *devices)
+{
+	static const char *const head[] = { "INDEX",	 "NAME",   "CC",
+					    "SMS",	 "MEMORY", "SM_CLOCK",
+					    "MEM_CLOCK", "DRIVER", "WORKER" };
+	struct table t = { .head = head,
+			   .align = "rllrrrrll",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, devices, "no devices", device_row);
+}
+
+/* A scalar or an array of scalars compactly, an array of objects as a count. */
+static void print_value(const char *label, json_t *value)
+{
+	json_t *first = json_array_get(value, 0);
+	char *dump;
+
+	if (json_is_string(value)) {
+		printf("%s: %s\n", label, json_string_value(value));
+		return;
+	}
+	if (json_is_object(first) || json_is_array(first)) {
+		printf("%s: %zu\n", label, json_array_size(value));
+		return;
+	}
+	dump = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY |
+					 JSON_REAL_PRECISION(10));
+	printf("%s: %s\n", label, dump ?: "?");
+	free(dump);
+}
+
+static void print_flat(json_t *obj, const char *prefix)
+{
+	char label[128];
+	const char *key;
+	json_t *value;
+
+	json_object_foreach(obj, key, value) {
+		snprintf(label, sizeof(label), "%s%s%s", prefix,
+			 *prefix ? "." : "", key);
+		if (json_is_object(value))
+			print_flat(value, label);
+		else
+			print_value(label, value);
+	}
+}
+
+/* Nested objects flatten to "outer.inner: value" lines. */
+void ctl_print_object(json_t *obj)
+{
+	print_flat(obj, "");
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl-print.h - gemmctl's output: the daemon's JSON re-indented as it came,
+ * or tables and summaries for people.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/*
+ * Prints valid JSON text with an indent of 2, keeping every token (number
+ * spelling, key order, escapes) exactly as the daemon sent it.
+ */
+void ctl_print_json_text(FILE *f, const char *text, size_t len);
+
+/* A job object as a short "label: value" summary. */
+void ctl_print_job(const json_t *job);
+/* Whether a finished job is a success: done, and not failing verification. */
+bool ctl_job_succeeded(const json_t *job);
+
+/* Tables; each returns 0 or -ENOMEM. */
+int ctl_print_jobs(const json_t *jobs);
+int ctl_print_kernels(const json_t *kernels);
+int ctl_print_devices(const json_t *devices);
+
+/* Any object as "key: value" lines, for people. */
+void ctl_print_object(json_t *obj);

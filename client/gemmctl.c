@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gemmctl - command-line client for gemmd's HTTP API.
+ *
+ * Options, commands and exit codes; the transport is in ctl-http.c and the
+ * output formats in ctl-print.c.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "ctl-http.h"
+#include "ctl-print.h"
+#include "util.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+#define DEFAULT_URL "http://127.0.0.1:8090"
+#define DEFAULT_TIMEOUT_S 30L
+#define DEFAULT_WAIT_S 600L
+#define SECONDS_MAX 31536000UL /* a year: anything longer is a typo */
+#define JOB_FILE_MAX (16u << 20)
+
+/* Scripts tell these apart, so they are part of the interface. */
+enum ctl_exit {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_ERROR = 1, /* gemmd answered with an error, or a local one */
+	CTL_EXIT_USAGE = 2,
+	CTL_EXIT_UNREACHABLE = 3,
+	CTL_EXIT_JOB_FAILED = 4, /* submit --wait: the job did not succeed */
+};
+
+struct ctl {
+	struct ctl_http http;
+	bool json;
+	bool help;
+	bool version;
+};
+
+struct command {
+	const char *name;
+	int (*run)(struct ctl *ctl, int argc, char **argv);
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: gemmctl [OPTION]... COMMAND [ARG]...\n"
+		"Submit GEMM benchmark jobs to gemmd and read their results.\n"
+		"\n"
+		"Commands:\n"
+		"  submit FILE [--wait [SEC]]  submit the job in FILE ('-' for stdin); with\n"
+		"                              --wait, wait up to SEC s (default 600) for it\n"
+		"  status ID                   show a job\n"
+		"  list [--state STATE]        list jobs, optionally in one state\n"
+		"  cancel ID                   cancel a job\n"
+		"  kernels                     list the kernels gemmd can run\n"
+		"  devices                     list the GPUs and their workers\n"
+		"  health                      check that gemmd is up\n"
+		"\n"
+		"Options (anywhere on the line):\n"
+		"  --url URL      gemmd's address (default: $GEMMD_URL, else %s)\n"
+		"  --json         print gemmd's JSON reply, indented\n"
+		"  --timeout SEC  give up on a request after SEC s (default 30, 0: never);\n"
+		"                 submit --wait adds its wait to this\n"
+		"  -h, --help     show this help\n"
+		"  -V, --version  show the version\n"
+		"\n"
+		"Exit status: 0 success; 1 gemmd reported an error; 2 usage error;\n"
+		"3 gemmd cannot be reached; 4 submit --wait: the job did not end\n"
+		"done with verification passed or not checked.\n",
+		DEFAULT_URL);
+}
+
+static _printf_(1, 2) int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gemmctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'gemmctl --help' for more information.\n", stderr);
+	return -EINVAL;
+}
+
+static int oom(void)
+{
+	fputs("gemmctl: out of memory\n", stderr);
+	return CTL_EXIT_ERROR;
+}
+
+/* --- arguments ------------------------------------------------------------ */
+
+static int parse_seconds(const char *s, long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > SECONDS_MAX)
+		return -EINVAL;
+	*ret = (long)v;
+	return 0;
+}
+
+/*
+ * Matches argv[*i] against an option that takes a value, given as
+ * "--name VALUE" or "--name=VALUE".  Returns 1 with *ret set on a match,
+ * 0 for any other argument, -EINVAL when the value is missing.
+ */
+static int match_value(const char *name, int argc, char **argv, int *i,
+		       const char **ret)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n))
+		return 0;
+	if (a[n] == '=') {
+		*ret = a + n + 1;
+		return 1;
+	}
+	if (a[n])
+		return 0;
+	if (*i + 1 >= argc)
+		return usage_error("option '%s' needs a value", name);
+	*ret = argv[++*i];
+	return 1;
+}
+
+static int match_global(struct ctl *ctl, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *val;
+	int r;
+
+	if (!strcmp(a, "--json")) {
+		ctl->json = true;
+		return 1;
+	}
+	if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		ctl->help = true;
+		return 1;
+	}
+	if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+		ctl->version = true;
+		return 1;
+	}
+	r = match_value("--url", argc, argv, i, &val);
+	if (r > 0)
+		ctl->http.url = val;
+	if (r)
+		return r;
+	r = match_value("--timeout", argc, argv, i, &val);
+	if (r > 0 && parse_seconds(val, &ctl->http.timeout_s) < 0)
+		return usage_error("invalid --timeout '%s': want whole seconds",
+				   val);
+	return r;
+}
+
+/*
+ * Takes the global options out of argv wherever they stand, so that
+ * "gemmctl status ID --json" works, and leaves the command and its
+ * arguments in argv[0..*argc).  After "--" nothing is an option.
+ */
+static int parse_globals(struct ctl *ctl, int *argc, char **argv)
+{
+	int i, n = 0, r;
+
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		r = match_global(ctl, *argc, argv, &i);
+		if (r < 0)
+			return r;
+		if (!r)
+			argv[n++] = argv[i];
+	}
+	*argc = n;
+	return 0;
+}
+
+/* Takes exactly n operands (what names them), for commands without options. */
+static int operands(const char *cmd, const char *what, int argc, char **argv,
+		    int n, const char **ret)
+{
+	bool opts = true;
+	int i, got = 0;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+			continue;
+		}
+		if (opts && a[0] == '-' && a[1])
+			return usage_error("%s: unknown option '%s'", cmd, a);
+		if (got == n)
+			return usage_error("%s: unexpected argument '%s'", cmd,
+					   a);
+		ret[got++] = a;
+	}
+	if (got < n)
+		return usage_error("%s: missing %s", cmd, what);
+	return 0;
+}
+
+/* --- requests ------------------------------------------------------------- */
+
+static int transport_exit(int r)
+{
+	switch (-r) {
+	case EINVAL:
+		return CTL_EXIT_USAGE;
+	case ENOMEM:
+	case EFBIG:
+		return CTL_EXIT_ERROR;
+	default:
+		return CTL_EXIT_UNREACHABLE;
+	}
+}
+
+static void print_raw(FILE *f, const char *body, size_t len)
+{
+	fwrite(body, 1, len, f);
+	if (len && body[len - 1] != '\n')
+		fputc('\n', f);
+}
+
+static void report_error(const struct ctl *ctl, const char *method,
+			 const char *path, const struct ctl_reply *reply)
+{
+	const char *code, *msg, *field;
+	const json_t *error;
+	json_t *root = NULL;
+
+	if (reply->len)
+		root = json_loadb(reply->body, reply->len, 0, NULL);
+	error = json_object_get(root, "error");
+	code = json_string_value(json_object_get(error, "code"));
+	msg = json_string_value(json_object_get(error, "message"));
+	field = json_string_value(json_object_get(error, "field"));
+
+	if (ctl->json && root)
+		ctl_print_json_text(stdout, reply->body, reply->len);
+	else if (ctl->json)
+		print_raw(stdout, reply->body, reply->len);
+
+	if (!code)
+		fprintf(stderr, "gemmctl: %s %s%s: HTTP status %ld\n", method,
+			ctl->http.url, path, reply->status);
+	else if (field)
+		fprintf(stderr, "gemmctl: %s: %s (field: %s)\n", code,
+			msg ?: "-", field);
+	else
+		fprintf(stderr, "gemmctl: %s: %s\n", code, msg ?: "-");
+	json_decref(root);
+}
+
+/*
+ * One API call.  On a 2xx reply, *ret_root holds the parsed body (NULL when
+ * it is empty), and with --json it has been printed.  Returns an exit
+ * status; anything that went wrong has been reported.
+ */
+static int call(struct ctl *ctl, const char *method, const char *path,
+		const char *body, size_t len, long extra_s, json_t **ret_root)
+{
+	struct ctl_reply reply = {};
+	json_error_t err;
+	json_t *root = NULL;
+	int r;
+
+	r = ctl_http_request(&ctl->http, method, path, body, len, extra_s,
+			     &reply);
+	if (r < 0)
+		return transport_exit(r);
+	r = CTL_EXIT_ERROR;
+	if (reply.status < 200 || reply.status > 299) {
+		report_error(ctl, method, path, &reply);
+		goto out;
+	}
+	if (reply.len) {
+		root = json_loadb(reply.body, reply.len, 0, &err);
+		if (!root) {
+			fprintf(stderr,
+				"gemmctl: %s %s%s: reply is not JSON: %s\n",
+				method, ctl->http.url, path, err.text);
+			goto out;
+		}
+		if (ctl->json)
+			ctl_print_json_text(stdout, reply.body, reply.len);
+	}
+	*ret_root = root;
+	r = CTL_EXIT_OK;
+out:
+	ctl_reply_done(&reply);
+	return r;
+}
+
+/* prefix followed by value, percent-encoded: IDs never reach the URL raw. */
+static char *escaped_path(const char *prefix, const char *value)
+{
+	char *esc = ctl_http_escape(value);
+	char *path = NULL;
+	size_t n;
+
+	if (!esc)
+		return NULL;
+	n = strlen(prefix) + strlen(esc) + 1;
+	path = malloc(n);
+	if (path)
+		snprintf(path, n, "%s%s", prefix, esc);
+	free(esc);
+	return path;
+}
+
+static int show(int r)
+{
+	return r < 0 ? oom() : CTL_EXIT_OK;
+}
+
+/* --- submit --------------------------------------------------------------- */
+
+static int parse_submit(int argc, char **argv, const char **ret_file,
+			long *ret_wait)
+{
+	bool opts = true;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+		} else if (opts && !strcmp(a, "--wait")) {
+			/* The number is optional: take the next word if it is one. */
+			*ret_wait = DEFAULT_WAIT_S;
+			if (i + 1 < argc &&
+			    !parse_seconds(argv[i + 1], ret_wait))
+				i++;
+		} else if (opts && !strncmp(a, "--wait=", 7)) {
+			if (parse_seconds(a + 7, ret_wait) < 0)
+				return usage_error(
+					"submit: invalid --wait '%s'", a + 7);
+		} else if (opts && a[0] == '-' && a[1]) {
+			return usage_error("submit: unknown option '%s'", a);
+		} else if (*ret_file) {
+			return usage_error("submit: unexpected argument '%s'",
+					   a);
+		} else {
+			*ret_file = a;
+		}
+	}
+	if (!*ret_file)
+		return usage_error("submit: missing job file ('-' for stdin)");
+	return 0;
+}
+
+static int read_stream(FILE *f, char **ret, size_t *ret_len)
+{
+	size_t len = 0, alloc = 0, n;
+	char *buf = NULL, *p;
+	int r;
+
+	for (;;) {
+		if (len == alloc) {
+			r = -EFBIG;
+			if (alloc >= JOB_FILE_MAX)
+				goto fail;
+			alloc = alloc ? alloc * 2 : 8192;
+			r = -ENOMEM;
+			p = realloc(buf, alloc + 1);
+			if (!p)
+				goto fail;
+			buf = p;
+		}
+		n = fread(buf + len, 1, alloc - len, f);
+		if (!n)
+			break;
+		len += n;
+	}
+	r = -EIO;
+	if (ferror(f))
+		goto fail;
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+fail:
+	free(buf);
+	return r;
+}
+
+/*
+ * Reads the job file and checks that it is JSON, so that a typo is
+ * reported with its line and column; gemmd gets the bytes unchanged.
+ */
+static int read_job(const char *file, char **ret, size_t *ret_len)
+{
+	bool is_stdin = !strcmp(file, "-");
+	const char *name = is_stdin ? "<stdin>" : file;
+	FILE *f = is_stdin ? stdin : fopen(file, "re");
+	json_error_t err;
+	json_t *root;
+	size_t len;
+	char *buf;
+	int r;
+
+	if (!f) {
+		r = -errno;
+		fprintf(stderr, "gemmctl: %s: %s\n", name, strerror(-r));
+		return r;
+	}
+	r = read_stream(f, &buf, &len);
+	if (!is_stdin)
+		fclose(f);
+	if (r < 0) {
+		fprintf(stderr, "gemmctl: %s: %s\n", name,
+			r == -EFBIG ? "job file too large" : strerror(-r));
+		return r;
+	}
+	root = json_loadb(buf, len, 0, &err);
+	if (!root) {
+		fprintf(stderr, "gemmctl: %s:%d:%d: %s\n", name, err.line,
+			err.column, err.text);
+		free(buf);
+		return -EINVAL;
+	}
+	json_decref(root);
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static int cmd_submit(struct ctl *ctl, int argc, char **argv)
+{
+	const char *file = NULL;
+	long wait_s = -1;
+	json_t *job = NULL;
+	char path[64];
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (parse_submit(argc, argv, &file, &wait_s) < 0)
+		return CTL_EXIT_USAGE;
+	if (read_job(file, &buf, &len) < 0)
+		return CTL_EXIT_ERROR;
+	if (wait_s >= 0)
+		snprintf(path, sizeof(path), "/v1/jobs?wait=%ld", wait_s);
+	else
+		snprintf(path, sizeof(path), "/v1/jobs");
+
+	r = call(ctl, "POST", path, buf, len, MAX(wait_s, 0L), &job);
+	if (r == CTL_EXIT_OK && !ctl->json)
+		ctl_print_job(job);
+	if (r == CTL_EXIT_OK && wait_s >= 0 && !ctl_job_succeeded(job))
+		r = CTL_EXIT_JOB_FAILED;
+	json_decref(job);
+	free(buf);
+	return r;
+}
+
+/* --- status, cancel, list ------------------------------------------------- */
+
+static int job_call(struct ctl *ctl, const char *cmd, const char *method,
+		    int argc, char **argv)
+{
+	const char *id;
+	json_t *job = NULL;
+	char *path;
+	int r;
+
+	if (operands(cmd, "job ID", argc, argv, 1, &id) < 0)
+		return CTL_EXIT_USAGE;
+	if (!*id) {
+		usage_error("%s: empty job ID", cmd);
+		return CTL_EXIT_USAGE;
+	}
+	path = escaped_path("/v1/jobs/", id);
+	if (!path)
+		return oom();
+	r = call(ctl, method, path, NULL, 0, 0, &job);
+	/* A cancel may be answered with an empty 202/204. */
+	if (r == CTL_EXIT_OK && !ctl->json && !job)
+		printf("%s: %s requested\n", id, cmd);
+	else if (r == CTL_EXIT_OK && !ctl->json)
+		ctl_print_job(job);
+	json_decref(job);
+	free(path);
+	return r;
+}
+
+static int cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	return job_call(ctl, "status", "GET", argc, argv);
+}
+
+static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
+{
+	return job_call(ctl, "cancel", "DELETE", argc, argv);
+}
+
+static int parse_list(int argc, char **argv, const char **ret_state)
+{
+	int i, r;
+
+	for (i = 0; i < argc; i++) {
+		r = match_value("--state", argc, argv, &i, ret_state);
+		if (r < 0)
+			return r;
+		if (!r)
+			return usage_error("list: unexpected argument '%s'",
+					   argv[i]);
+	}
+	return 0;
+}
+
+static int cmd_list(struct ctl *ctl, int argc, char **argv)
+{
+	const char *state = NULL;
+	json_t *root = NULL;
+	char *path;
+	int r;
+
+	if (parse_list(argc, argv, &state) < 0)
+		return CTL_EXIT_USAGE;
+	path = state ? escaped_path("/v1/jobs?state=", state) :
+		       strdup("/v1/jobs");
+	if (!path)
+		return oom();
+	r = call(ctl, "GET", path, NULL, 0, 0, &root);
+	if (r == CTL_EXIT_OK && !ctl->json)
+		r = show(ctl_print_jobs(json_object_get(root, "jobs")));
+	json_decref(root);
+	free(path);
+	return r;
+}
+
+/* --- kernels, devices, health --------------------------------------------- */
+
+static int show_kernels(json_t *root)
+{
+	return ctl_print_kernels(json_object_get(root, "kernels"));
+}
+
+static int show_devices(json_t *root)
+{
+	return ctl_print_devices(json_object_get(root, "devices"));
+}
+
+static int show_health(json_t *root)
+{
+	ctl_print_object(root);
+	return 0;
+}
+
+static int get_and_show(struct ctl *ctl, const char *cmd, int argc, char **argv,
+			const char *path, int (*show_fn)(json_t *))
+{
+	json_t *root = NULL;
+	int r;
+
+	if (operands(cmd, NULL, argc, argv, 0, NULL) < 0)
+		return CTL_EXIT_USAGE;
+	r = call(ctl, "GET", path, NULL, 0, 0, &root);
+	if (r == CTL_EXIT_OK && !ctl->json)
+		r = show(show_fn(root));
+	json_decref(root);
+	return r;
+}
+
+static int cmd_kernels(struct ctl *ctl, int argc, char **argv)
+{
+	return get_and_show(ctl, "kernels", argc, argv, "/v1/kernels",
+			    show_kernels);
+}
+
+static int cmd_devices(struct ctl *ctl, int argc, char **argv)
+{
+	return get_and_show(ctl, "devices", argc, argv, "/v1/devices",
+			    show_devices);
+}
+
+static int cmd_health(struct ctl *ctl, int argc, char **argv)
+{
+	return get_and_show(ctl, "health", argc, argv, "/healthz", show_health);
+}
+
+static int cmd_help(struct ctl *ctl, int argc, char **argv)
+{
+	usage(stdout);
+	return CTL_EXIT_OK;
+}
+
+static const struct command commands[] = {
+	{ "submit", cmd_submit },   { "status", cmd_status },
+	{ "list", cmd_list },	    { "cancel", cmd_cancel },
+	{ "kernels", cmd_kernels }, { "devices", cmd_devices },
+	{ "health", cmd_health },   { "help", cmd_help },
+};
+
+/* --- main ----------------------------------------------------------------- */
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* --url, else $GEMMD_URL, else the default; without trailing slashes. */
+static char *base_url(const char *opt)
+{
+	const char *env = getenv("GEMMD_URL");
+	const char *url = opt ?: (env && *env ? env : DEFAULT_URL);
+	char *copy = strdup(url);
+	size_t n;
+
+	if (!copy)
+		return NULL;
+	n = strlen(copy);
+	while (n > 0 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	return copy;
+}
+
+/* A full disk or a closed pipe must not look like success to a script. */
+static int close_stdout(int r)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return r;
+	fprintf(stderr, "gemmctl: write error: %s\n", strerror(errno));
+	return r ?: CTL_EXIT_ERROR;
+}
+
+static int run(struct ctl *ctl, int argc, char **argv)
+{
+	const struct command *cmd;
+
+	if (ctl->help)
+		return cmd_help(ctl, argc, argv);
+	if (ctl->version) {
+		printf("gemmctl %s\n", PACKAGE_VERSION);
+		return CTL_EXIT_OK;
+	}
+	if (argc == 0) {
+		usage_error("missing command");
+		return CTL_EXIT_USAGE;
+	}
+	cmd = find_command(argv[0]);
+	if (!cmd && argv[0][0] == '-' && argv[0][1]) {
+		usage_error("unknown option '%s'", argv[0]);
+		return CTL_EXIT_USAGE;
+	}
+	if (!cmd) {
+		usage_error("unknown command '%s'", argv[0]);
+		return CTL_EXIT_USAGE;
+	}
+	return cmd->run(ctl, argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl ctl = { .http.timeout_s = DEFAULT_TIMEOUT_S };
+	char *url;
+	int r;
+
+	if (parse_globals(&ctl, &argc, argv) < 0)
+		return CTL_EXIT_USAGE;
+	url = base_url(ctl.http.url);
+	if (!url)
+		return oom();
+	ctl.http.url = url;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fputs("gemmctl: cannot initialise libcurl\n", stderr);
+		free(url);
+		return CTL_EXIT_ERROR;
+	}
+	r = run(&ctl, argc, argv);
+	curl_global_cleanup();
+	free(url);
+	return close_stdout(r);
+}
