@@ -59,6 +59,9 @@ do_test() {
 		cat build/test-suite.log
 		exit 1
 	}
+	awk '/^# PASS:/ { p = $3 } /^# FAIL:/ { f = $3 } /^# SKIP:/ { s = $3 }
+	     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' \
+		build/test-suite.log
 	make -C build -j"$JOBS" distcheck \
 		DISTCHECK_CONFIGURE_FLAGS="--with-cuda=$CUDA_HOME --enable-werror"
 	if command -v clang-format >/dev/null; then
