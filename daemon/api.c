@@ -153,21 +153,14 @@ static int parse_wait(struct api *api, struct http_request *req,
 		      unsigned int *ret)
 {
 	const char *v = http_request_query(req, "wait");
-	char *end;
-	unsigned long x;
 
 	*ret = 0;
-	if (!v)
-		return 0;
-	errno = 0;
-	x = strtoul(v, &end, 10);
-	if (errno || end == v || *end || x > api->max_wait) {
+	if (v && parse_uint(v, api->max_wait, ret) < 0) {
 		http_respond_errorf(req, 400, "invalid_value", "wait",
 				    "'wait' must be whole seconds, 0..%u",
 				    api->max_wait);
 		return -EINVAL;
 	}
-	*ret = (unsigned int)x;
 	return 0;
 }
 
@@ -242,8 +235,7 @@ static void list_jobs(struct api *api, struct http_request *req)
 {
 	const char *state = http_request_query(req, "state");
 	const char *limit = http_request_query(req, "limit");
-	unsigned long n = 0;
-	char *end = NULL;
+	unsigned int n = 0;
 	int st = -1;
 
 	if (state) {
@@ -254,20 +246,15 @@ static void list_jobs(struct api *api, struct http_request *req)
 			return;
 		}
 	}
-	if (limit) {
-		errno = 0;
-		n = strtoul(limit, &end, 10);
-		if (errno || end == limit || *end || n > 1000000) {
-			http_respond_errorf(req, 400, "invalid_value", "limit",
-					    "'limit' must be 0..1000000");
-			return;
-		}
+	if (limit && parse_uint(limit, 1000000, &n) < 0) {
+		http_respond_errorf(req, 400, "invalid_value", "limit",
+				    "'limit' must be 0..1000000");
+		return;
 	}
-	http_respond_json(
-		req, 200,
-		json_pack("{s:o}", "jobs",
-			  job_store_to_json(api->jobs, st, (unsigned int)n)),
-		NULL, NULL);
+	http_respond_json(req, 200,
+			  json_pack("{s:o}", "jobs",
+				    job_store_to_json(api->jobs, st, n)),
+			  NULL, NULL);
 }
 
 static void get_job(struct api *api, struct http_request *req, struct job *job)

@@ -3,6 +3,7 @@
  * catalog.c - read kernel notes out of cubin ELF images.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,19 +80,6 @@ int catalog_add(struct catalog *c, const struct kernel_info *k)
 	return 0;
 }
 
-static int parse_uint(const char *v, unsigned int *ret)
-{
-	char *end;
-	unsigned long x;
-
-	errno = 0;
-	x = strtoul(v, &end, 10);
-	if (errno || end == v || *end || x > 0xffffffffu)
-		return -EINVAL;
-	*ret = (unsigned int)x;
-	return 0;
-}
-
 static int parse_pair(const char *v, unsigned int *x, unsigned int *y)
 {
 	int used = 0;
@@ -137,15 +125,15 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 	} else if (strcmp(key, "tile") == 0) {
 		r = tile_parse(v, &k->tile);
 	} else if (strcmp(key, "threads") == 0) {
-		r = parse_uint(v, &k->threads);
+		r = parse_uint(v, UINT_MAX, &k->threads);
 	} else if (strcmp(key, "smem_fixed") == 0) {
-		r = parse_uint(v, &k->smem_fixed);
+		r = parse_uint(v, UINT_MAX, &k->smem_fixed);
 	} else if (strcmp(key, "smem_stage") == 0) {
-		r = parse_uint(v, &k->smem_stage);
+		r = parse_uint(v, UINT_MAX, &k->smem_stage);
 	} else if (strcmp(key, "min_stages") == 0) {
-		r = parse_uint(v, &k->min_stages);
+		r = parse_uint(v, UINT_MAX, &k->min_stages);
 	} else if (strcmp(key, "max_stages") == 0) {
-		r = parse_uint(v, &k->max_stages);
+		r = parse_uint(v, UINT_MAX, &k->max_stages);
 	} else if (strcmp(key, "cluster") == 0) {
 		r = parse_pair(v, &k->cluster_x, &k->cluster_y);
 	}

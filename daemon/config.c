@@ -86,15 +86,7 @@ static int set_string(char *dst, size_t len, const char *v)
 
 static int set_uint(unsigned int *dst, const char *v)
 {
-	char *end;
-	unsigned long x;
-
-	errno = 0;
-	x = strtoul(v, &end, 10);
-	if (errno || end == v || *end || x > 1000000000ul)
-		return -EINVAL;
-	*dst = (unsigned int)x;
-	return 0;
+	return parse_uint(v, 1000000000u, dst);
 }
 
 /* One setting by name, as both the file and the flags spell it. */

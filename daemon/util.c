@@ -2,6 +2,7 @@
 /*
  * util.c - helpers shared by every module.
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,4 +117,20 @@ int gemmd_error_set(struct gemmd_error *e, unsigned int status,
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+int parse_uint(const char *s, unsigned int max, unsigned int *ret)
+{
+	unsigned long x;
+	char *end;
+
+	/* strtoul() would take "-1", " 7" and "+7"; we want digits only. */
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	x = strtoul(s, &end, 10);
+	if (errno || *end || x > max)
+		return -EINVAL;
+	*ret = (unsigned int)x;
+	return 0;
 }

@@ -66,6 +66,9 @@ uint64_t wallclock_usec(void);
 /* RFC 3339 UTC with milliseconds; buf must hold 32 bytes. */
 char *format_rfc3339(uint64_t usec, char *buf, size_t len);
 
+/* A decimal number of digits only, at most max. */
+int parse_uint(const char *s, unsigned int max, unsigned int *ret);
+
 int random_bytes(void *buf, size_t len);
 int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);
