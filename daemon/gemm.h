@@ -34,6 +34,43 @@ enum gemm_init {
 	_GEMM_INIT_MAX,
 };
 
+/* How a timed sample treats the L2 cache. */
+enum gemm_timing_mode {
+	GEMM_TIMING_COLD, /* L2 flushed before every sample */
+	GEMM_TIMING_HOT, /* back-to-back launches, L2 left warm */
+	_GEMM_TIMING_MAX,
+};
+
+/* Why a job stopped taking samples. */
+enum gemm_stop {
+	GEMM_STOP_ITERATIONS, /* the fixed count the job asked for */
+	GEMM_STOP_NOISE, /* enough samples and time, noise low enough */
+	GEMM_STOP_MAX_TIME, /* the GPU time budget ran out */
+	GEMM_STOP_MAX_SAMPLES, /* GEMM_SAMPLES_MAX samples */
+	_GEMM_STOP_MAX,
+};
+
+/* Hard cap on the timed samples of one job. */
+#define GEMM_SAMPLES_MAX 100000
+
+/*
+ * Why the clocks were held down: the bit values of NVML's "clocks event
+ * reasons" (formerly "throttle reasons"), so they pass through unchanged.
+ */
+#define GEMM_THROTTLE_GPU_IDLE 0x1ull
+#define GEMM_THROTTLE_APP_CLOCKS 0x2ull
+#define GEMM_THROTTLE_SW_POWER_CAP 0x4ull
+#define GEMM_THROTTLE_HW_SLOWDOWN 0x8ull
+#define GEMM_THROTTLE_SYNC_BOOST 0x10ull
+#define GEMM_THROTTLE_SW_THERMAL 0x20ull
+#define GEMM_THROTTLE_HW_THERMAL 0x40ull
+#define GEMM_THROTTLE_HW_POWER_BRAKE 0x80ull
+#define GEMM_THROTTLE_DISPLAY_CLOCK 0x100ull
+/* The reasons that make a sample count as throttled. */
+#define GEMM_THROTTLE_SLOWDOWN                                  \
+	(GEMM_THROTTLE_HW_SLOWDOWN | GEMM_THROTTLE_SW_THERMAL | \
+	 GEMM_THROTTLE_HW_THERMAL | GEMM_THROTTLE_HW_POWER_BRAKE)
+
 struct gemm_tile {
 	unsigned int m, n, k;
 };
@@ -47,7 +84,14 @@ struct gemm_spec {
 	struct gemm_tile tile; /* all zero: pick one */
 	unsigned int stages; /* 0: the most that fit */
 	unsigned int cluster_x, cluster_y;
-	unsigned int warmup, iterations;
+	unsigned int warmup;
+	unsigned int iterations; /* 0: the stopping rule below decides */
+	enum gemm_timing_mode timing_mode;
+	unsigned int min_samples; /* stopping rule */
+	unsigned int min_time_ms, max_time_ms; /* GPU time in samples */
+	double max_noise; /* relative standard error of the mean */
+	unsigned int cooldown_ms; /* worker pause after the job */
+	bool raw_samples; /* report every sample */
 	bool verify;
 	enum gemm_init init;
 	uint64_t seed;
@@ -68,9 +112,31 @@ struct gemm_plan {
 	struct gemm_tile tile;
 };
 
+/* Per-launch times; a sample is one batch of launches, divided by it. */
 struct gemm_timing {
 	double min_us, median_us, mean_us, stdev_us;
 	unsigned int samples;
+	double iqr_us, p90_us, p99_us;
+	double noise; /* relative standard error of the mean reached */
+	double gpu_time_ms; /* GPU time in all samples, whole batches */
+	enum gemm_stop stop_reason;
+	enum gemm_timing_mode mode;
+	uint64_t l2_flush_bytes; /* written before each sample, 0 if hot */
+	unsigned int batch; /* launches per sample */
+	double *raw_us; /* every sample in order, or NULL; malloc'd, owned */
+};
+
+/* NVML readings over the timed samples; NAN where not known. */
+struct gemm_telemetry {
+	double sm_clock_min_mhz, sm_clock_median_mhz;
+	double mem_clock_min_mhz, mem_clock_median_mhz;
+	double power_mean_w, power_max_w;
+	double energy_j; /* from the first sample queued to the last done */
+	double temp_max_c;
+	bool reasons_known;
+	uint64_t reasons_seen; /* GEMM_THROTTLE_* bits */
+	unsigned int throttled_samples; /* under GEMM_THROTTLE_SLOWDOWN */
+	double tflops_per_watt; /* tflops / power_mean_w */
 };
 
 struct gemm_verdict {
@@ -92,6 +158,11 @@ struct gemm_verdict {
 struct gemm_result {
 	struct gemm_timing timing;
 	double tflops; /* at the median time */
+	double peak_tflops; /* dense peak of the GPU for the dtype, or NAN */
+	double peak_percent; /* 100 * tflops / peak_tflops */
+	uint64_t min_bytes; /* A and B read once, D written once */
+	double achieved_gbps; /* min_bytes at the median time */
+	struct gemm_telemetry telemetry;
 	struct gemm_verdict verify;
 };
 

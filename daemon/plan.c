@@ -219,16 +219,22 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 /*
  * Budget each launch at 20 TFLOP/s (a tenth of a slow pipeline) plus a
- * fixed allowance for allocation, initialisation and the reference, and
- * cap it: a deadlocked pipeline must not hold a GPU for long.
+ * fixed allowance for allocation, initialisation, the reference and the
+ * cool-down, and cap it: a deadlocked pipeline must not hold a GPU for
+ * long.  Under the stopping rule (no fixed iteration count) the timed
+ * region may last max_time_ms of GPU time; flushes and host overhead can
+ * triple that in wall time for tiny kernels.
  */
 unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 {
 	double launches = 1.0 + spec->warmup + spec->iterations;
-	double ref = spec->verify ? 50.0 :
-				    0.0; /* the naive reference is slow */
+	/* the naive reference is about 50 times slower than our kernels */
+	double ref = spec->verify ? 50.0 : 0.0;
 	double sec = gemm_flops(spec) * (launches + ref) / 20e12;
 
+	if (!spec->iterations)
+		sec += 3.0 * spec->max_time_ms / 1000.0;
+	sec += spec->cooldown_ms / 1000.0;
 	return (unsigned int)MIN(30.0 + sec, 600.0);
 }
 

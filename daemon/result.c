@@ -4,9 +4,37 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "result.h"
+#include "util.h"
+
+static const char *const mode_names[_GEMM_TIMING_MAX] = {
+	[GEMM_TIMING_COLD] = "cold",
+	[GEMM_TIMING_HOT] = "hot",
+};
+
+static const char *const stop_names[_GEMM_STOP_MAX] = {
+	[GEMM_STOP_ITERATIONS] = "iterations",
+	[GEMM_STOP_NOISE] = "noise",
+	[GEMM_STOP_MAX_TIME] = "max_time",
+	[GEMM_STOP_MAX_SAMPLES] = "max_samples",
+};
+
+/* Indexed by bit number: GEMM_THROTTLE_* is 1 << index. */
+static const char *const throttle_names[] = {
+	"gpu_idle",
+	"applications_clocks_setting",
+	"sw_power_cap",
+	"hw_slowdown",
+	"sync_boost",
+	"sw_thermal_slowdown",
+	"hw_thermal_slowdown",
+	"hw_power_brake_slowdown",
+	"display_clock_setting",
+};
 
 json_t *json_finite(double x)
 {
@@ -42,22 +70,213 @@ static json_t *verdict_to_json(const struct gemm_verdict *v)
 			 first_mismatch_to_json(v));
 }
 
+/* How the samples were taken: "flush" says which launches saw a cold L2. */
+static json_t *method_to_json(const struct gemm_timing *t)
+{
+	const char *flush = "none";
+
+	if (t->mode == GEMM_TIMING_COLD)
+		flush = t->batch > 1 ? "each_batch" : "each_launch";
+	return json_pack("{s:s?, s:I, s:i, s:s}", "mode",
+			 string_table_lookup(mode_names, ARRAY_SIZE(mode_names),
+					     t->mode),
+			 "l2_flush_bytes", (json_int_t)t->l2_flush_bytes,
+			 "batch", t->batch, "flush", flush);
+}
+
+static json_t *raw_to_json(const struct gemm_timing *t)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; a && i < t->samples; i++)
+		json_array_append_new(a, json_finite(t->raw_us[i]));
+	return a;
+}
+
+static json_t *timing_to_json(const struct gemm_timing *t)
+{
+	json_t *j;
+
+	j = json_pack("{s:o, s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:o, s:o,"
+		      " s:s?, s:o}",
+		      "min_us", json_finite(t->min_us), "median_us",
+		      json_finite(t->median_us), "mean_us",
+		      json_finite(t->mean_us), "stdev_us",
+		      json_finite(t->stdev_us), "samples", t->samples, "iqr_us",
+		      json_finite(t->iqr_us), "p90_us", json_finite(t->p90_us),
+		      "p99_us", json_finite(t->p99_us), "noise",
+		      json_finite(t->noise), "gpu_time_ms",
+		      json_finite(t->gpu_time_ms), "stop_reason",
+		      string_table_lookup(stop_names, ARRAY_SIZE(stop_names),
+					  t->stop_reason),
+		      "method", method_to_json(t));
+	if (j && t->raw_us)
+		json_object_set_new(j, "raw_us", raw_to_json(t));
+	return j;
+}
+
+static json_t *reasons_to_json(uint64_t bits)
+{
+	json_t *a = json_array();
+	char name[32];
+
+	for (unsigned int i = 0; a && i < 64; i++) {
+		if (!(bits & (1ull << i)))
+			continue;
+		if (i < ARRAY_SIZE(throttle_names))
+			snprintf(name, sizeof(name), "%s", throttle_names[i]);
+		else
+			snprintf(name, sizeof(name), "bit_%u", i);
+		json_array_append_new(a, json_string(name));
+	}
+	return a;
+}
+
+/* {"a": x, "b": y}, or null when x is not known. */
+static json_t *pair_or_null(const char *a, double x, const char *b, double y)
+{
+	if (isnan(x))
+		return json_null();
+	return json_pack("{s:o, s:o}", a, json_finite(x), b, json_finite(y));
+}
+
+static json_t *telemetry_to_json(const struct gemm_telemetry *t)
+{
+	return json_pack(
+		"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "sm_clock_mhz",
+		pair_or_null("min", t->sm_clock_min_mhz, "median",
+			     t->sm_clock_median_mhz),
+		"mem_clock_mhz",
+		pair_or_null("min", t->mem_clock_min_mhz, "median",
+			     t->mem_clock_median_mhz),
+		"power_w",
+		pair_or_null("mean", t->power_mean_w, "max", t->power_max_w),
+		"energy_j", json_finite(t->energy_j), "temperature_c",
+		isnan(t->temp_max_c) ?
+			json_null() :
+			json_pack("{s:o}", "max", json_finite(t->temp_max_c)),
+		"throttle_reasons_seen",
+		t->reasons_known ? reasons_to_json(t->reasons_seen) :
+				   json_null(),
+		"throttled_samples",
+		t->reasons_known ? json_integer(t->throttled_samples) :
+				   json_null(),
+		"tflops_per_watt", json_finite(t->tflops_per_watt));
+}
+
 json_t *result_to_json(const struct gemm_result *r)
 {
-	const struct gemm_timing *t = &r->timing;
-
-	return json_pack("{s:{s:o, s:o, s:o, s:o, s:i}, s:o, s:o}", "timing",
-			 "min_us", json_finite(t->min_us), "median_us",
-			 json_finite(t->median_us), "mean_us",
-			 json_finite(t->mean_us), "stdev_us",
-			 json_finite(t->stdev_us), "samples", t->samples,
-			 "tflops", json_finite(r->tflops), "verify",
+	return json_pack("{s:o, s:o, s:{s:o, s:o}, s:{s:I, s:o}, s:o, s:o}",
+			 "timing", timing_to_json(&r->timing), "tflops",
+			 json_finite(r->tflops), "peak", "dense_tflops",
+			 json_finite(r->peak_tflops), "percent",
+			 json_finite(r->peak_percent), "bytes", "min",
+			 (json_int_t)r->min_bytes, "achieved_gbps",
+			 json_finite(r->achieved_gbps), "telemetry",
+			 telemetry_to_json(&r->telemetry), "verify",
 			 verdict_to_json(&r->verify));
 }
 
 static double number_or_nan(json_t *v)
 {
 	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double real_at(json_t *obj, const char *key)
+{
+	return number_or_nan(json_object_get(obj, key));
+}
+
+/* The index of obj[key] in table, or def when absent or unknown. */
+static int name_at(json_t *obj, const char *key, const char *const *table,
+		   size_t n, int def)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	int i = s ? string_table_find(table, n, s) : -1;
+
+	return i < 0 ? def : i;
+}
+
+static int raw_from_json(json_t *a, struct gemm_timing *t)
+{
+	json_t *v;
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) != t->samples)
+		return -EINVAL;
+	t->raw_us = calloc(MAX(t->samples, 1u), sizeof(*t->raw_us));
+	if (!t->raw_us)
+		return -ENOMEM;
+	json_array_foreach(a, i, v)
+		t->raw_us[i] = number_or_nan(v);
+	return 0;
+}
+
+/* The keys beside min/median/mean/stdev/samples; all optional. */
+static int timing_from_json(json_t *j, struct gemm_timing *t)
+{
+	json_t *method = json_object_get(j, "method");
+
+	t->iqr_us = real_at(j, "iqr_us");
+	t->p90_us = real_at(j, "p90_us");
+	t->p99_us = real_at(j, "p99_us");
+	t->noise = real_at(j, "noise");
+	t->gpu_time_ms = real_at(j, "gpu_time_ms");
+	t->stop_reason = name_at(j, "stop_reason", stop_names,
+				 ARRAY_SIZE(stop_names), GEMM_STOP_ITERATIONS);
+	t->mode = name_at(method, "mode", mode_names, ARRAY_SIZE(mode_names),
+			  GEMM_TIMING_COLD);
+	t->l2_flush_bytes = (uint64_t)json_integer_value(
+		json_object_get(method, "l2_flush_bytes"));
+	t->batch = (unsigned int)json_integer_value(
+		json_object_get(method, "batch"));
+	return raw_from_json(json_object_get(j, "raw_us"), t);
+}
+
+static uint64_t reasons_from_json(json_t *a)
+{
+	uint64_t bits = 0;
+	unsigned int b;
+	json_t *v;
+	size_t i;
+	int k;
+
+	json_array_foreach(a, i, v) {
+		const char *s = json_string_value(v);
+
+		k = s ? string_table_find(throttle_names,
+					  ARRAY_SIZE(throttle_names), s) :
+			-1;
+		if (k >= 0)
+			bits |= 1ull << k;
+		else if (s && sscanf(s, "bit_%u", &b) == 1 && b < 64)
+			bits |= 1ull << b;
+	}
+	return bits;
+}
+
+static void telemetry_from_json(json_t *j, struct gemm_telemetry *t)
+{
+	json_t *sm = json_object_get(j, "sm_clock_mhz");
+	json_t *mem = json_object_get(j, "mem_clock_mhz");
+	json_t *power = json_object_get(j, "power_w");
+	json_t *reasons = json_object_get(j, "throttle_reasons_seen");
+
+	t->sm_clock_min_mhz = real_at(sm, "min");
+	t->sm_clock_median_mhz = real_at(sm, "median");
+	t->mem_clock_min_mhz = real_at(mem, "min");
+	t->mem_clock_median_mhz = real_at(mem, "median");
+	t->power_mean_w = real_at(power, "mean");
+	t->power_max_w = real_at(power, "max");
+	t->energy_j = real_at(j, "energy_j");
+	t->temp_max_c = real_at(json_object_get(j, "temperature_c"), "max");
+	t->reasons_known = json_is_array(reasons);
+	t->reasons_seen = reasons_from_json(reasons);
+	t->throttled_samples = (unsigned int)json_integer_value(
+		json_object_get(j, "throttled_samples"));
+	t->tflops_per_watt = real_at(j, "tflops_per_watt");
 }
 
 static int verdict_from_json(json_t *j, struct gemm_verdict *v)
@@ -109,8 +328,8 @@ static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 int result_from_json(json_t *j, struct gemm_result *ret)
 {
 	struct gemm_result r;
-	json_t *mn, *md, *me, *sd, *tf, *verify;
-	int samples;
+	json_t *mn, *md, *me, *sd, *tf, *verify, *peak, *bytes;
+	int samples, e;
 
 	memset(&r, 0, sizeof(r));
 	if (json_unpack(j, "{s:{s:o, s:o, s:o, s:o, s:i}, s:o, s:o}", "timing",
@@ -127,6 +346,17 @@ int result_from_json(json_t *j, struct gemm_result *ret)
 	r.tflops = number_or_nan(tf);
 	if (verdict_from_json(verify, &r.verify) < 0)
 		return -EINVAL;
+	peak = json_object_get(j, "peak");
+	bytes = json_object_get(j, "bytes");
+	r.peak_tflops = real_at(peak, "dense_tflops");
+	r.peak_percent = real_at(peak, "percent");
+	r.min_bytes =
+		(uint64_t)json_integer_value(json_object_get(bytes, "min"));
+	r.achieved_gbps = real_at(bytes, "achieved_gbps");
+	telemetry_from_json(json_object_get(j, "telemetry"), &r.telemetry);
+	e = timing_from_json(json_object_get(j, "timing"), &r.timing);
+	if (e < 0)
+		return e;
 	*ret = r;
 	return 0;
 }

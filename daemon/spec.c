@@ -12,6 +12,15 @@
 
 #include "spec.h"
 
+/* Limits on the timing fields, in milliseconds. */
+#define SPEC_TIME_MS_MAX 10000
+#define SPEC_COOLDOWN_MS_MAX 5000
+
+static const char *const timing_mode_names[_GEMM_TIMING_MAX] = {
+	[GEMM_TIMING_COLD] = "cold",
+	[GEMM_TIMING_HOT] = "hot",
+};
+
 struct field {
 	const char *name;
 	int (*parse)(json_t *v, const char *path, struct gemm_spec *spec,
@@ -31,7 +40,13 @@ void spec_init(struct gemm_spec *spec)
 	spec->cluster_x = 1;
 	spec->cluster_y = 1;
 	spec->warmup = 10;
-	spec->iterations = 50;
+	spec->iterations = 0;
+	spec->timing_mode = GEMM_TIMING_COLD;
+	spec->min_samples = 10;
+	spec->min_time_ms = 100;
+	spec->max_noise = 0.005;
+	spec->max_time_ms = 5000;
+	spec->cooldown_ms = 100;
 	spec->verify = true;
 	spec->init = GEMM_INIT_NORMAL;
 	spec->seed = 1;
@@ -72,6 +87,23 @@ static int get_uint(json_t *v, const char *path, unsigned int min,
 	if (r < 0)
 		return r;
 	*ret = (unsigned int)x;
+	return 0;
+}
+
+/* Any JSON number, integer or not, in min..max. */
+static int get_number(json_t *v, const char *path, double min, double max,
+		      double *ret, struct gemmd_error *err)
+{
+	double x;
+
+	if (!json_is_number(v))
+		return bad_type(err, path, "a number");
+	x = json_number_value(v);
+	if (!(x >= min && x <= max))
+		return gemmd_error_set(err, 400, "out_of_range", path,
+				       "'%s' is %g, outside %g..%g", path, x,
+				       min, max);
+	*ret = x;
 	return 0;
 }
 
@@ -254,16 +286,84 @@ static int parse_warmup(json_t *v, const char *path, struct gemm_spec *spec,
 	return get_uint(v, path, 0, SPEC_WARMUP_MAX, &spec->warmup, err);
 }
 
+/* null (the default) leaves the count to the stopping rule. */
 static int parse_iterations(json_t *v, const char *path, struct gemm_spec *spec,
 			    struct gemmd_error *err)
 {
+	if (json_is_null(v)) {
+		spec->iterations = 0;
+		return 0;
+	}
 	return get_uint(v, path, 1, SPEC_ITERATIONS_MAX, &spec->iterations,
 			err);
+}
+
+static int timing_mode_from_string(const char *s)
+{
+	return string_table_find(timing_mode_names,
+				 ARRAY_SIZE(timing_mode_names), s);
+}
+
+static int parse_mode(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, timing_mode_from_string, "\"cold\", \"hot\"", &x,
+		     err);
+	if (r < 0)
+		return r;
+	spec->timing_mode = x;
+	return 0;
+}
+
+static int parse_min_samples(json_t *v, const char *path,
+			     struct gemm_spec *spec, struct gemmd_error *err)
+{
+	return get_uint(v, path, 1, GEMM_SAMPLES_MAX, &spec->min_samples, err);
+}
+
+static int parse_min_time(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	return get_uint(v, path, 0, SPEC_TIME_MS_MAX, &spec->min_time_ms, err);
+}
+
+static int parse_max_time(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	return get_uint(v, path, 1, SPEC_TIME_MS_MAX, &spec->max_time_ms, err);
+}
+
+static int parse_max_noise(json_t *v, const char *path, struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	return get_number(v, path, 0, 1, &spec->max_noise, err);
+}
+
+static int parse_cooldown(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	return get_uint(v, path, 0, SPEC_COOLDOWN_MS_MAX, &spec->cooldown_ms,
+			err);
+}
+
+static int parse_samples(json_t *v, const char *path, struct gemm_spec *spec,
+			 struct gemmd_error *err)
+{
+	return get_bool(v, path, &spec->raw_samples, err);
 }
 
 static const struct field timing_fields[] = {
 	{ "warmup", parse_warmup },
 	{ "iterations", parse_iterations },
+	{ "mode", parse_mode },
+	{ "min_samples", parse_min_samples },
+	{ "min_time_ms", parse_min_time },
+	{ "max_time_ms", parse_max_time },
+	{ "max_noise", parse_max_noise },
+	{ "cooldown_ms", parse_cooldown },
+	{ "samples", parse_samples },
 };
 
 static int parse_timing(json_t *v, const char *path, struct gemm_spec *spec,
@@ -414,6 +514,18 @@ static int require(json_t *root, const char *key, struct gemmd_error *err)
 	return 0;
 }
 
+/* Checks across fields, once every field is read. */
+static int check_timing(const struct gemm_spec *spec, struct gemmd_error *err)
+{
+	if (spec->min_time_ms > spec->max_time_ms)
+		return gemmd_error_set(err, 400, "invalid_value",
+				       "timing.min_time_ms",
+				       "'timing.min_time_ms' (%u) is more than "
+				       "'timing.max_time_ms' (%u)",
+				       spec->min_time_ms, spec->max_time_ms);
+	return 0;
+}
+
 int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
 {
 	struct gemm_spec spec;
@@ -429,6 +541,8 @@ int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
 		r = require(root, "n", err);
 	if (r >= 0)
 		r = require(root, "k", err);
+	if (r >= 0)
+		r = check_timing(&spec, err);
 	if (r < 0)
 		return r;
 	*ret = spec;
@@ -472,6 +586,23 @@ int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 	return r;
 }
 
+static json_t *timing_to_json(const struct gemm_spec *spec)
+{
+	return json_pack(
+		"{s:I, s:o, s:s, s:I, s:I, s:I, s:f, s:I, s:b}", "warmup",
+		(json_int_t)spec->warmup, "iterations",
+		spec->iterations ? json_integer(spec->iterations) : json_null(),
+		"mode",
+		string_table_lookup(timing_mode_names,
+				    ARRAY_SIZE(timing_mode_names),
+				    spec->timing_mode),
+		"min_samples", (json_int_t)spec->min_samples, "min_time_ms",
+		(json_int_t)spec->min_time_ms, "max_time_ms",
+		(json_int_t)spec->max_time_ms, "max_noise", spec->max_noise,
+		"cooldown_ms", (json_int_t)spec->cooldown_ms, "samples",
+		spec->raw_samples);
+}
+
 json_t *spec_to_json(const struct gemm_spec *spec)
 {
 	char tile[32];
@@ -482,7 +613,7 @@ json_t *spec_to_json(const struct gemm_spec *spec)
 	return json_pack(
 		"{s:I, s:I, s:I, s:s, s:s,"
 		" s:{s:s, s:o, s:o, s:[I,I]},"
-		" s:{s:I, s:I},"
+		" s:o,"
 		" s:{s:b, s:s, s:I, s:s},"
 		" s:I, s:b, s:s}",
 		"m", (json_int_t)spec->m, "n", (json_int_t)spec->n, "k",
@@ -492,11 +623,9 @@ json_t *spec_to_json(const struct gemm_spec *spec)
 		t ? t : json_null(), "stages",
 		spec->stages ? json_integer(spec->stages) : json_null(),
 		"cluster", (json_int_t)spec->cluster_x,
-		(json_int_t)spec->cluster_y, "timing", "warmup",
-		(json_int_t)spec->warmup, "iterations",
-		(json_int_t)spec->iterations, "verify", "enabled", spec->verify,
-		"init", gemm_init_to_string(spec->init), "seed",
-		(json_int_t)spec->seed, "reference", "device", "device",
-		(json_int_t)spec->device, "dry_run", spec->dry_run, "label",
-		spec->label);
+		(json_int_t)spec->cluster_y, "timing", timing_to_json(spec),
+		"verify", "enabled", spec->verify, "init",
+		gemm_init_to_string(spec->init), "seed", (json_int_t)spec->seed,
+		"reference", "device", "device", (json_int_t)spec->device,
+		"dry_run", spec->dry_run, "label", spec->label);
 }

@@ -161,8 +161,13 @@ static void test_deadline(void)
 
 	spec_init(&s);
 	s.m = s.n = s.k = 256;
+	s.iterations = 50;
 	CHECK(plan_deadline_sec(&s) >= 30);
 	CHECK(plan_deadline_sec(&s) < 40);
+	/* under the stopping rule, room for three times max_time_ms */
+	s.iterations = 0;
+	s.max_time_ms = 10000;
+	CHECK(plan_deadline_sec(&s) >= 60);
 	s.m = s.n = s.k = 1 << 20;
 	CHECK_EQ_INT(plan_deadline_sec(&s), 600);
 }

@@ -7,6 +7,8 @@
 #include "check.h"
 #include "result.h"
 
+static double raw[3] = { 101.5, 100.5, 102.5 };
+
 static struct gemm_result sample(void)
 {
 	struct gemm_result r = {
@@ -14,8 +16,35 @@ static struct gemm_result sample(void)
 			    .median_us = 101.25,
 			    .mean_us = 101.5,
 			    .stdev_us = 0.75,
-			    .samples = 50 },
+			    .samples = 50,
+			    .iqr_us = 1.5,
+			    .p90_us = 102.0,
+			    .p99_us = 102.5,
+			    .noise = 0.001,
+			    .gpu_time_ms = 5.075,
+			    .stop_reason = GEMM_STOP_NOISE,
+			    .mode = GEMM_TIMING_COLD,
+			    .l2_flush_bytes = 104857600,
+			    .batch = 1 },
 		.tflops = 678.9,
+		.peak_tflops = 1070.5,
+		.peak_percent = 63.4,
+		.min_bytes = 100663296,
+		.achieved_gbps = 994.2,
+		.telemetry = { .sm_clock_min_mhz = 1755,
+			       .sm_clock_median_mhz = 1980,
+			       .mem_clock_min_mhz = 2619,
+			       .mem_clock_median_mhz = 2619,
+			       .power_mean_w = 650.5,
+			       .power_max_w = 699,
+			       .energy_j = 3.25,
+			       .temp_max_c = 71,
+			       .reasons_known = true,
+			       .reasons_seen = GEMM_THROTTLE_SW_POWER_CAP |
+					       GEMM_THROTTLE_HW_THERMAL |
+					       (1ull << 40),
+			       .throttled_samples = 4,
+			       .tflops_per_watt = 1.04 },
 		.verify = { .checked = true,
 			    .passed = false,
 			    .max_abs_err = 0.5,
@@ -52,6 +81,136 @@ static void test_round_trip(void)
 	CHECK_EQ_INT(b.verify.unwritten, 4);
 	CHECK_EQ_INT(b.verify.first_row, 7);
 	CHECK_EQ_INT(b.verify.first_col, 9);
+	CHECK(b.timing.iqr_us > 1.49 && b.timing.iqr_us < 1.51);
+	CHECK(b.timing.p99_us > 102.4 && b.timing.p99_us < 102.6);
+	CHECK(b.timing.gpu_time_ms > 5.07 && b.timing.gpu_time_ms < 5.08);
+	CHECK_EQ_INT(b.timing.stop_reason, GEMM_STOP_NOISE);
+	CHECK_EQ_INT(b.timing.mode, GEMM_TIMING_COLD);
+	CHECK_EQ_INT(b.timing.l2_flush_bytes, 104857600);
+	CHECK_EQ_INT(b.timing.batch, 1);
+	CHECK(b.timing.raw_us == NULL);
+	CHECK(b.peak_tflops > 1070.4 && b.peak_tflops < 1070.6);
+	CHECK_EQ_INT(b.min_bytes, 100663296);
+	CHECK(b.telemetry.reasons_known);
+	CHECK_EQ_INT(b.telemetry.reasons_seen, a.telemetry.reasons_seen);
+	CHECK_EQ_INT(b.telemetry.throttled_samples, 4);
+	CHECK(b.telemetry.sm_clock_min_mhz > 1754.9 &&
+	      b.telemetry.sm_clock_min_mhz < 1755.1);
+	CHECK(b.telemetry.energy_j > 3.24 && b.telemetry.energy_j < 3.26);
+	json_decref(j);
+}
+
+static void test_raw_samples(void)
+{
+	struct gemm_result a = sample(), b;
+	json_t *j, *arr;
+
+	a.timing.samples = 3;
+	a.timing.raw_us = raw;
+	j = result_to_json(&a);
+	arr = json_object_get(json_object_get(j, "timing"), "raw_us");
+	CHECK(json_is_array(arr) && json_array_size(arr) == 3);
+	CHECK(json_real_value(json_array_get(arr, 1)) > 100.4);
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK(b.timing.raw_us != NULL);
+	if (b.timing.raw_us)
+		CHECK(b.timing.raw_us[2] > 102.4 && b.timing.raw_us[2] < 102.6);
+	free(b.timing.raw_us);
+	/* the count must match the samples */
+	json_array_remove(arr, 0);
+	CHECK(result_from_json(j, &b) < 0);
+	json_decref(j);
+}
+
+static void test_new_fields(void)
+{
+	struct gemm_result a = sample();
+	json_t *j = result_to_json(&a), *t, *m, *tel, *r;
+
+	t = json_object_get(j, "timing");
+	CHECK_STREQ(json_string_value(json_object_get(t, "stop_reason")),
+		    "noise");
+	CHECK(json_is_real(json_object_get(t, "iqr_us")));
+	CHECK(json_is_real(json_object_get(t, "p90_us")));
+	CHECK(json_is_real(json_object_get(t, "noise")));
+	CHECK(json_object_get(t, "raw_us") == NULL);
+	m = json_object_get(t, "method");
+	CHECK_STREQ(json_string_value(json_object_get(m, "mode")), "cold");
+	CHECK_EQ_INT(json_integer_value(json_object_get(m, "l2_flush_bytes")),
+		     104857600);
+	CHECK_EQ_INT(json_integer_value(json_object_get(m, "batch")), 1);
+	CHECK_STREQ(json_string_value(json_object_get(m, "flush")),
+		    "each_launch");
+	CHECK(json_is_real(
+		json_object_get(json_object_get(j, "peak"), "dense_tflops")));
+	CHECK_EQ_INT(json_integer_value(json_object_get(
+			     json_object_get(j, "bytes"), "min")),
+		     100663296);
+	tel = json_object_get(j, "telemetry");
+	CHECK(json_is_real(json_object_get(json_object_get(tel, "sm_clock_mhz"),
+					   "median")));
+	CHECK(json_is_real(
+		json_object_get(json_object_get(tel, "power_w"), "max")));
+	r = json_object_get(tel, "throttle_reasons_seen");
+	CHECK_EQ_INT(json_array_size(r), 3);
+	CHECK_STREQ(json_string_value(json_array_get(r, 0)), "sw_power_cap");
+	CHECK_STREQ(json_string_value(json_array_get(r, 1)),
+		    "hw_thermal_slowdown");
+	CHECK_STREQ(json_string_value(json_array_get(r, 2)), "bit_40");
+	CHECK_EQ_INT(
+		json_integer_value(json_object_get(tel, "throttled_samples")),
+		4);
+	json_decref(j);
+
+	a.timing.mode = GEMM_TIMING_COLD;
+	a.timing.batch = 8;
+	j = result_to_json(&a);
+	m = json_object_get(json_object_get(j, "timing"), "method");
+	CHECK_STREQ(json_string_value(json_object_get(m, "flush")),
+		    "each_batch");
+	json_decref(j);
+	a.timing.mode = GEMM_TIMING_HOT;
+	a.timing.l2_flush_bytes = 0;
+	j = result_to_json(&a);
+	m = json_object_get(json_object_get(j, "timing"), "method");
+	CHECK_STREQ(json_string_value(json_object_get(m, "mode")), "hot");
+	CHECK_STREQ(json_string_value(json_object_get(m, "flush")), "none");
+	json_decref(j);
+}
+
+/* Without NVML every telemetry field is null, never an error. */
+static void test_no_telemetry(void)
+{
+	struct gemm_result a = sample(), b;
+	json_t *j, *tel;
+	const char *key;
+	json_t *v;
+
+	a.telemetry = (struct gemm_telemetry){
+		.sm_clock_min_mhz = NAN,
+		.sm_clock_median_mhz = NAN,
+		.mem_clock_min_mhz = NAN,
+		.mem_clock_median_mhz = NAN,
+		.power_mean_w = NAN,
+		.power_max_w = NAN,
+		.energy_j = NAN,
+		.temp_max_c = NAN,
+		.tflops_per_watt = NAN,
+	};
+	a.peak_tflops = NAN;
+	a.peak_percent = NAN;
+	j = result_to_json(&a);
+	CHECK(j != NULL);
+	tel = json_object_get(j, "telemetry");
+	CHECK_EQ_INT(json_object_size(tel), 8);
+	json_object_foreach(tel, key, v)
+		CHECK(json_is_null(v));
+	CHECK(json_is_null(
+		json_object_get(json_object_get(j, "peak"), "percent")));
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK(!b.telemetry.reasons_known);
+	CHECK(isnan(b.telemetry.power_mean_w));
+	CHECK(isnan(b.peak_tflops));
 	json_decref(j);
 }
 
@@ -108,7 +267,9 @@ static void test_unchecked(void)
 	CHECK_EQ_INT(result_from_json(j, &b), 0);
 	CHECK(!b.verify.checked);
 	json_decref(j);
-	CHECK(result_from_json(json_object(), &b) < 0);
+	j = json_object();
+	CHECK(result_from_json(j, &b) < 0);
+	json_decref(j);
 }
 
 int main(void)
@@ -117,5 +278,8 @@ int main(void)
 	RUN_TEST(test_field_names);
 	RUN_TEST(test_not_finite);
 	RUN_TEST(test_unchecked);
+	RUN_TEST(test_raw_samples);
+	RUN_TEST(test_new_fields);
+	RUN_TEST(test_no_telemetry);
 	return check_exit();
 }

@@ -2,6 +2,8 @@
 /*
  * test-spec - job parsing and validation: every error the API promises.
  */
+#include <math.h>
+
 #include "check.h"
 #include "spec.h"
 
@@ -46,7 +48,14 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.cluster_x, 1);
 	CHECK_EQ_INT(s.cluster_y, 1);
 	CHECK_EQ_INT(s.warmup, 10);
-	CHECK_EQ_INT(s.iterations, 50);
+	CHECK_EQ_INT(s.iterations, 0); /* the stopping rule decides */
+	CHECK_EQ_INT(s.timing_mode, GEMM_TIMING_COLD);
+	CHECK_EQ_INT(s.min_samples, 10);
+	CHECK_EQ_INT(s.min_time_ms, 100);
+	CHECK(fabs(s.max_noise - 0.005) < 1e-15);
+	CHECK_EQ_INT(s.max_time_ms, 5000);
+	CHECK_EQ_INT(s.cooldown_ms, 100);
+	CHECK(!s.raw_samples);
 	CHECK(s.verify);
 	CHECK_EQ_INT(s.init, GEMM_INIT_NORMAL);
 	CHECK_EQ_INT(s.seed, 1);
@@ -60,7 +69,9 @@ static void test_full(void)
 		"{\"m\":4096,\"n\":4096,\"k\":4096,\"dtype\":\"fp16\","
 		"\"layout\":\"tn\",\"kernel\":{\"schedule\":\"ws\","
 		"\"tile\":\"128x256x64\",\"stages\":3,\"cluster\":[1,1]},"
-		"\"timing\":{\"warmup\":2,\"iterations\":7},"
+		"\"timing\":{\"warmup\":2,\"iterations\":7,\"mode\":\"hot\","
+		"\"min_samples\":3,\"min_time_ms\":50,\"max_time_ms\":2000,"
+		"\"max_noise\":0.01,\"cooldown_ms\":0,\"samples\":true},"
 		"\"verify\":{\"enabled\":false,\"init\":\"randint\","
 		"\"seed\":42,\"reference\":\"device\"},\"device\":0,"
 		"\"dry_run\":true,\"label\":\"sweep-1\"}";
@@ -75,6 +86,13 @@ static void test_full(void)
 	CHECK_EQ_INT(s.stages, 3);
 	CHECK_EQ_INT(s.warmup, 2);
 	CHECK_EQ_INT(s.iterations, 7);
+	CHECK_EQ_INT(s.timing_mode, GEMM_TIMING_HOT);
+	CHECK_EQ_INT(s.min_samples, 3);
+	CHECK_EQ_INT(s.min_time_ms, 50);
+	CHECK_EQ_INT(s.max_time_ms, 2000);
+	CHECK(fabs(s.max_noise - 0.01) < 1e-15);
+	CHECK_EQ_INT(s.cooldown_ms, 0);
+	CHECK(s.raw_samples);
 	CHECK(!s.verify);
 	CHECK_EQ_INT(s.init, GEMM_INIT_RANDINT);
 	CHECK_EQ_INT(s.seed, 42);
@@ -83,11 +101,8 @@ static void test_full(void)
 	CHECK_STREQ(s.label, "sweep-1");
 }
 
-static void test_round_trip(void)
+static void round_trip(const char *body)
 {
-	const char *body = "{\"m\":77,\"n\":88,\"k\":96,\"dtype\":\"fp16\","
-			   "\"kernel\":{\"tile\":\"128x128x64\",\"stages\":5},"
-			   "\"verify\":{\"init\":\"uniform\",\"seed\":9}}";
 	struct gemmd_error err;
 	struct gemm_spec a, b;
 	json_t *j;
@@ -97,6 +112,45 @@ static void test_round_trip(void)
 	CHECK(j != NULL);
 	CHECK_EQ_INT(spec_from_json(j, &b, &err), 0);
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	json_decref(j);
+}
+
+static void test_round_trip(void)
+{
+	round_trip("{\"m\":77,\"n\":88,\"k\":96,\"dtype\":\"fp16\","
+		   "\"kernel\":{\"tile\":\"128x128x64\",\"stages\":5},"
+		   "\"verify\":{\"init\":\"uniform\",\"seed\":9}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
+		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
+		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
+		   "\"cooldown_ms\":5000,\"samples\":true}}");
+}
+
+/* The timing block as the API shows it: every default, iterations null. */
+static void test_timing_json(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+	json_t *j, *t;
+
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"timing\":"
+			   "{\"iterations\":null}}",
+			   &s, &err),
+		     0);
+	j = spec_to_json(&s);
+	t = json_object_get(j, "timing");
+	CHECK(json_is_null(json_object_get(t, "iterations")));
+	CHECK_STREQ(json_string_value(json_object_get(t, "mode")), "cold");
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "min_samples")), 10);
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "min_time_ms")),
+		     100);
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "max_time_ms")),
+		     5000);
+	CHECK(fabs(json_number_value(json_object_get(t, "max_noise")) - 0.005) <
+	      1e-15);
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "cooldown_ms")),
+		     100);
+	CHECK(json_is_false(json_object_get(t, "samples")));
 	json_decref(j);
 }
 
@@ -183,6 +237,64 @@ static void test_fields(void)
 		     "timing");
 }
 
+#define TIMING(x) "{\"m\":1,\"n\":1,\"k\":8,\"timing\":{" x "}}"
+
+static void test_timing_fields(void)
+{
+	expect_error(TIMING("\"modes\":\"hot\""), "unknown_field",
+		     "timing.modes");
+	expect_error(TIMING("\"mode\":\"warm\""), "invalid_value",
+		     "timing.mode");
+	expect_error(TIMING("\"mode\":1"), "invalid_type", "timing.mode");
+	expect_error(TIMING("\"min_samples\":0"), "out_of_range",
+		     "timing.min_samples");
+	expect_error(TIMING("\"min_samples\":100001"), "out_of_range",
+		     "timing.min_samples");
+	expect_error(TIMING("\"min_time_ms\":-1"), "out_of_range",
+		     "timing.min_time_ms");
+	expect_error(TIMING("\"min_time_ms\":1.5"), "invalid_type",
+		     "timing.min_time_ms");
+	expect_error(TIMING("\"max_time_ms\":0"), "out_of_range",
+		     "timing.max_time_ms");
+	expect_error(TIMING("\"max_time_ms\":10001"), "out_of_range",
+		     "timing.max_time_ms");
+	expect_error(TIMING("\"max_noise\":\"low\""), "invalid_type",
+		     "timing.max_noise");
+	expect_error(TIMING("\"max_noise\":-0.1"), "out_of_range",
+		     "timing.max_noise");
+	expect_error(TIMING("\"max_noise\":1.5"), "out_of_range",
+		     "timing.max_noise");
+	expect_error(TIMING("\"cooldown_ms\":5001"), "out_of_range",
+		     "timing.cooldown_ms");
+	expect_error(TIMING("\"samples\":1"), "invalid_type", "timing.samples");
+	expect_error(TIMING("\"iterations\":\"5\""), "invalid_type",
+		     "timing.iterations");
+	/* across fields: the floor on time above its ceiling */
+	expect_error(TIMING("\"min_time_ms\":300,\"max_time_ms\":200"),
+		     "invalid_value", "timing.min_time_ms");
+	expect_error(TIMING("\"min_time_ms\":6000"), "invalid_value",
+		     "timing.min_time_ms");
+}
+
+static void test_timing_accepted(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(parse(TIMING("\"max_noise\":0,\"min_time_ms\":0,"
+				  "\"max_time_ms\":1,\"cooldown_ms\":0"),
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(parse(TIMING("\"max_noise\":1,\"min_samples\":100000,"
+				  "\"min_time_ms\":10000,"
+				  "\"max_time_ms\":10000"),
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.min_samples, 100000);
+	CHECK_EQ_INT(parse(TIMING("\"iterations\":null"), &s, &err), 0);
+	CHECK_EQ_INT(s.iterations, 0);
+}
+
 static void test_tile(void)
 {
 	struct gemm_tile t;
@@ -204,6 +316,9 @@ int main(void)
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);
+	RUN_TEST(test_timing_json);
+	RUN_TEST(test_timing_fields);
+	RUN_TEST(test_timing_accepted);
 	RUN_TEST(test_tile);
 	return check_exit();
 }

@@ -8,7 +8,8 @@
  * named by the plan) and reference.cubin (init, poison, reference GEMM,
  * compare).  A run allocates its buffers, builds the inputs on the GPU
  * from the seed, optionally verifies one launch against the reference and
- * then times warmup + iterations launches with CUDA events.
+ * then times samples with CUDA events (see run_time()), reading NVML
+ * telemetry alongside (nvml.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,6 +25,8 @@
 #include "cuda-api.h"
 #include "gemm-abi.h"
 #include "gpu.h"
+#include "nvml.h"
+#include "stats.h"
 #include "util.h"
 
 #define REFERENCE_CUBIN "reference.cubin"
@@ -32,6 +35,17 @@
 /* Sync deadline: this much plus the work at a pessimistic 10 TFLOP/s. */
 #define GPU_SYNC_SLACK_US (30ull * 1000 * 1000)
 #define GPU_SYNC_FLOPS_PER_US 1e7
+/*
+ * Dense bf16/fp16 tensor-core rate of one SM90 SM: 4096 FLOP per clock
+ * (4 tensor cores x 512 FMA x 2 FLOP).  Check: 132 SMs x 1830 MHz x 4096
+ * = 989 TFLOP/s, the H100 SXM data sheet's dense bf16 figure.
+ */
+#define GPU_SM90_DENSE_FLOP_PER_CLK 4096.0
+/* Timing; see run_time(). */
+#define TIMING_CALIBRATE 3u /* warm-up launches timed to pick the batch */
+#define TIMING_CHUNK_US 20000.0 /* GPU time queued between two looks... */
+#define TIMING_CHUNK_MAX 256u /* ...at the stopping rule, in samples */
+#define TIMING_L2_FALLBACK (64u << 20) /* if the L2 size is unknown */
 
 /* ---- driver loading ------------------------------------------------------ */
 
@@ -41,6 +55,8 @@ static struct {
 	char why[256];
 	void *dl;
 	struct cuda_api api;
+	/* Beyond cuda-api.h's table: the L2 flush of cold timing. */
+	__typeof__(cuMemsetD32Async) *memset_d32_async;
 } driver;
 
 static int driver_load(void)
@@ -69,18 +85,25 @@ static int driver_load(void)
 		return -ENOSYS;
 	}
 
-#define CUDA_API_LOAD(name)                                                  \
-	r = get_proc(#name, (void **)&driver.api.name, CUDA_VERSION,         \
-		     CU_GET_PROC_ADDRESS_DEFAULT, &status);                  \
-	if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS ||    \
-	    !driver.api.name) {                                              \
-		snprintf(driver.why, sizeof(driver.why),                     \
-			 "CUDA driver too old: no %s for CUDA %d.%d", #name, \
-			 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);     \
-		return -ENOSYS;                                              \
+/*
+ * The symbol is stringized before cuda.h's renaming macros (cuMemAlloc ->
+ * cuMemAlloc_v2) can apply: cuGetProcAddress wants the base name.
+ */
+#define DRIVER_LOAD(ptr, sym)                                              \
+	r = get_proc(sym, (void **)&(ptr), CUDA_VERSION,                   \
+		     CU_GET_PROC_ADDRESS_DEFAULT, &status);                \
+	if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS ||  \
+	    !(ptr)) {                                                      \
+		snprintf(driver.why, sizeof(driver.why),                   \
+			 "CUDA driver too old: no %s for CUDA %d.%d", sym, \
+			 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);   \
+		return -ENOSYS;                                            \
 	}
+#define CUDA_API_LOAD(name) DRIVER_LOAD(driver.api.name, #name)
 	CUDA_API_FUNCS(CUDA_API_LOAD)
+	DRIVER_LOAD(driver.memset_d32_async, "cuMemsetD32Async")
 #undef CUDA_API_LOAD
+#undef DRIVER_LOAD
 	return 0;
 }
 
@@ -215,6 +238,10 @@ struct gpu {
 	CUcontext ctx; /* the retained primary context, or NULL */
 	CUstream stream;
 	int sm_count;
+	int cc_major;
+	int clock_khz; /* the maximum SM clock */
+	int l2_bytes;
+	struct nvml *nvml; /* NULL: no telemetry */
 	char kernel_dir[PATH_MAX];
 	struct gpu_module mods[GPU_MAX_MODULES];
 	unsigned int n_mods;
@@ -483,6 +510,7 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	     size_t errlen)
 {
+	struct dev_info info;
 	struct gpu *g;
 	CUmodule ws;
 	int count, e;
@@ -522,10 +550,14 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 		   CU_STREAM_NON_BLOCKING);
 	if (e)
 		goto fail;
-	e = dev_attr(g->dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-		     &g->sm_count, err, errlen);
+	e = dev_info_get(g->dev, &info, err, errlen);
 	if (e)
 		goto fail;
+	g->sm_count = info.sm_count;
+	g->cc_major = info.major;
+	g->clock_khz = info.sm_clock;
+	g->l2_bytes = info.l2;
+	g->nvml = nvml_open(info.uuid);
 	/* Both cubins now: a missing or stale file fails the open. */
 	e = load_reference(g, err, errlen);
 	if (e)
@@ -555,6 +587,7 @@ struct gpu *gpu_close(struct gpu *g)
 		driver.api.cuStreamDestroy(g->stream);
 	if (g->ctx)
 		driver.api.cuDevicePrimaryCtxRelease(g->dev);
+	nvml_close(g->nvml);
 	free(g);
 	return NULL;
 }
@@ -569,9 +602,18 @@ struct run {
 	struct gemm_args args;
 	CUfunction f;
 	CUdeviceptr a, b, d, ref, stats;
-	CUevent *events;
+	/* timing */
+	CUdeviceptr flush; /* cold mode: written before each sample */
+	size_t flush_bytes;
+	unsigned int flush_value;
+	unsigned int batch; /* launches per sample */
+	double launch_us; /* one launch, measured in the warm-up */
+	CUevent *events; /* a start/stop pair per sample of a chunk */
 	unsigned int n_events;
-	double *samples;
+	double *samples; /* per-launch times, in the order taken */
+	unsigned int n_samples, cap_samples;
+	double gpu_time_us; /* whole batches */
+	struct nvml_track tele;
 	bool sticky;
 	char *err;
 	size_t errlen;
@@ -955,70 +997,239 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+/*
+ * Timing.  A sample is one batch of launches between a pair of events,
+ * divided by the batch size.  In cold mode an L2-flushing memset of twice
+ * the L2 size goes before each sample (outside its events); with a batch
+ * of more than one launch only the first launch of a batch then sees a
+ * cold L2.  In hot mode the samples run back to back.
+ *
+ * The warm-up measures one launch; one shorter than STATS_SHORT_LAUNCH_US
+ * is timed in batches (stats_batch_size()).  Samples are queued in chunks
+ * of about TIMING_CHUNK_US of GPU time; after each chunk the events are
+ * read and the stopping rule is asked whether to go on: a fixed count
+ * (timing.iterations) or stats_should_stop().
+ */
+
+static int run_timing_alloc(struct run *r)
 {
-	const double x = *(const double *)a, y = *(const double *)b;
+	const unsigned int cap = r->spec->iterations ? r->spec->iterations :
+						       GEMM_SAMPLES_MAX;
+	const unsigned int pairs =
+		MAX(MIN(cap, TIMING_CHUNK_MAX), TIMING_CALIBRATE);
+	int e;
 
-	return (x > y) - (x < y);
-}
-
-static void timing_stats(double *us, unsigned int n, struct gemm_timing *t)
-{
-	double sum = 0, var = 0;
-
-	qsort(us, n, sizeof(*us), cmp_double);
-	for (unsigned int i = 0; i < n; i++)
-		sum += us[i];
-	t->samples = n;
-	t->min_us = us[0];
-	t->median_us = n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2;
-	t->mean_us = sum / n;
-	for (unsigned int i = 0; i < n; i++)
-		var += (us[i] - t->mean_us) * (us[i] - t->mean_us);
-	t->stdev_us = n > 1 ? sqrt(var / (n - 1)) : 0;
-}
-
-/* Each timed launch between its own pair of events. */
-static int run_time(struct run *r, struct gemm_timing *t)
-{
-	const unsigned int n = r->spec->iterations;
-	int e = 0;
-
-	r->events = calloc((size_t)n * 2, sizeof(*r->events));
-	r->samples = calloc(n, sizeof(*r->samples));
+	r->events = calloc((size_t)pairs * 2, sizeof(*r->events));
+	r->samples = calloc(cap, sizeof(*r->samples));
 	if (!r->events || !r->samples)
 		return -ENOMEM;
-	while (r->n_events < 2 * n) {
+	r->cap_samples = cap;
+	while (r->n_events < 2 * pairs) {
 		e = CU(r, cuEventCreate, &r->events[r->n_events],
 		       CU_EVENT_DEFAULT);
 		if (e)
 			return e;
 		r->n_events++;
 	}
+	if (r->spec->timing_mode != GEMM_TIMING_COLD)
+		return 0;
+	/* Twice the L2: nothing of A, B or D can be left in it. */
+	r->flush_bytes = r->g->l2_bytes > 0 ? 2 * (size_t)r->g->l2_bytes :
+					      TIMING_L2_FALLBACK;
+	return CU(r, cuMemAlloc, &r->flush, r->flush_bytes);
+}
 
-	for (unsigned int i = 0; i < r->spec->warmup && !e; i++)
-		e = run_launch(r);
-	for (unsigned int i = 0; i < n && !e; i++) {
-		e = CU(r, cuEventRecord, r->events[2 * i], r->g->stream);
-		if (!e)
-			e = run_launch(r);
-		if (!e)
-			e = CU(r, cuEventRecord, r->events[2 * i + 1],
-			       r->g->stream);
-	}
+/* One sample: the L2 flush in cold mode, then batch launches in pair i. */
+static int run_queue_sample(struct run *r, unsigned int batch, unsigned int i)
+{
+	int e = 0;
+
+	if (r->flush)
+		e = run_check(r,
+			      driver.memset_d32_async(
+				      r->flush, r->flush_value++,
+				      r->flush_bytes / 4, r->g->stream),
+			      "cuMemsetD32Async");
 	if (!e)
-		e = run_sync(r, "timed launches", r->spec->warmup + n);
-	for (unsigned int i = 0; i < n && !e; i++) {
-		float ms;
+		e = CU(r, cuEventRecord, r->events[2 * i], r->g->stream);
+	for (unsigned int k = 0; k < batch && !e; k++)
+		e = run_launch(r);
+	if (!e)
+		e = CU(r, cuEventRecord, r->events[2 * i + 1], r->g->stream);
+	return e;
+}
 
-		e = CU(r, cuEventElapsedTime, &ms, r->events[2 * i],
-		       r->events[2 * i + 1]);
-		r->samples[i] = ms * 1000.0;
+/* Microseconds between the events of pair i (both done). */
+static int run_elapsed(struct run *r, unsigned int i, double *ret_us)
+{
+	float ms;
+	int e;
+
+	e = CU(r, cuEventElapsedTime, &ms, r->events[2 * i],
+	       r->events[2 * i + 1]);
+	if (!e)
+		*ret_us = ms * 1000.0;
+	return e;
+}
+
+/*
+ * The warm-up launches.  The last TIMING_CALIBRATE of them (at least one
+ * launch, even with warmup 0) are timed one by one, as samples of one
+ * launch in this mode, and the shortest sets the batch size.
+ */
+static int run_warmup(struct run *r)
+{
+	const unsigned int n = MAX(r->spec->warmup, 1u);
+	const unsigned int timed = MIN(n, TIMING_CALIBRATE);
+	double best = INFINITY, us = 0;
+	int e = 0;
+
+	for (unsigned int i = 0; i < n - timed && !e; i++)
+		e = run_launch(r);
+	for (unsigned int i = 0; i < timed && !e; i++)
+		e = run_queue_sample(r, 1, i);
+	if (!e)
+		e = run_sync(r, "warm-up launches", n);
+	for (unsigned int i = 0; i < timed && !e; i++) {
+		e = run_elapsed(r, i, &us);
+		best = fmin(best, us);
 	}
 	if (e)
 		return e;
-	timing_stats(r->samples, n, t);
+	r->launch_us = best;
+	r->batch = stats_batch_size(best);
 	return 0;
+}
+
+/* Samples to queue before the next look at the stopping rule. */
+static unsigned int run_chunk(const struct run *r)
+{
+	const double sample_us = r->launch_us * r->batch;
+	unsigned int n = TIMING_CHUNK_MAX;
+
+	if (sample_us * TIMING_CHUNK_MAX > TIMING_CHUNK_US)
+		n = MAX(1u, (unsigned int)(TIMING_CHUNK_US / sample_us));
+	return MIN(n, r->cap_samples - r->n_samples);
+}
+
+/* Queue n samples, wait for them and add them to the run's samples. */
+static int run_chunk_samples(struct run *r, unsigned int n)
+{
+	double us = 0;
+	int e = 0;
+
+	for (unsigned int i = 0; i < n && !e; i++) {
+		e = run_queue_sample(r, r->batch, i);
+		/* Read while the sample runs, or waits its turn. */
+		nvml_track_sample(&r->tele);
+	}
+	if (!e)
+		e = run_sync(r, "timed launches", (double)n * r->batch);
+	for (unsigned int i = 0; i < n && !e; i++) {
+		e = run_elapsed(r, i, &us);
+		if (e)
+			break;
+		r->gpu_time_us += us;
+		r->samples[r->n_samples++] = us / r->batch;
+	}
+	return e;
+}
+
+static bool run_done(const struct run *r, enum gemm_stop *ret_reason)
+{
+	const struct gemm_spec *s = r->spec;
+	const struct stats_rule rule = {
+		.min_samples = s->min_samples,
+		.max_samples = r->cap_samples,
+		.min_time_us = s->min_time_ms * 1000.0,
+		.max_time_us = s->max_time_ms * 1000.0,
+		.max_noise = s->max_noise,
+	};
+	const size_t n = r->n_samples;
+	double mean;
+
+	if (s->iterations) {
+		*ret_reason = GEMM_STOP_ITERATIONS;
+		return n >= s->iterations;
+	}
+	mean = stats_mean(r->samples, n);
+	return stats_should_stop(
+		&rule, n, r->gpu_time_us,
+		stats_rel_stderr(mean, stats_stdev(r->samples, n, mean), n),
+		ret_reason);
+}
+
+static int run_timing_fill(struct run *r, enum gemm_stop reason,
+			   struct gemm_timing *t)
+{
+	struct stats_summary s;
+
+	if (r->spec->raw_samples) {
+		t->raw_us = calloc(MAX(r->n_samples, 1u), sizeof(*t->raw_us));
+		if (!t->raw_us)
+			return -ENOMEM;
+		memcpy(t->raw_us, r->samples,
+		       r->n_samples * sizeof(*t->raw_us));
+	}
+	stats_summarize(r->samples, r->n_samples, &s);
+	t->samples = r->n_samples;
+	t->min_us = s.min;
+	t->median_us = s.median;
+	t->mean_us = s.mean;
+	t->stdev_us = s.stdev;
+	t->iqr_us = s.p75 - s.p25;
+	t->p90_us = s.p90;
+	t->p99_us = s.p99;
+	t->noise = s.noise;
+	t->gpu_time_ms = r->gpu_time_us / 1000.0;
+	t->stop_reason = reason;
+	t->mode = r->spec->timing_mode;
+	t->l2_flush_bytes = r->flush_bytes;
+	t->batch = r->batch;
+	return 0;
+}
+
+static int run_time(struct run *r, struct gemm_result *res)
+{
+	enum gemm_stop reason = GEMM_STOP_ITERATIONS;
+	int e;
+
+	e = run_timing_alloc(r);
+	if (!e)
+		e = run_warmup(r);
+	if (e)
+		return e;
+	nvml_track_start(&r->tele, r->g->nvml, r->cap_samples);
+	while (!e && !run_done(r, &reason))
+		e = run_chunk_samples(r, run_chunk(r));
+	if (e)
+		return e;
+	nvml_track_finish(&r->tele, &res->telemetry);
+	return run_timing_fill(r, reason, &res->timing);
+}
+
+/*
+ * Rates at the median time.  The peak is SMs x the maximum SM clock
+ * (CU_DEVICE_ATTRIBUTE_CLOCK_RATE) x GPU_SM90_DENSE_FLOP_PER_CLK, for
+ * SM90 only.  The fewest bytes a GEMM can move: A and B read once, D
+ * written once.
+ */
+static void run_rates(const struct run *r, struct gemm_result *res)
+{
+	const struct gemm_spec *s = r->spec;
+	const double median_s = res->timing.median_us * 1e-6;
+
+	res->tflops = gemm_flops(s) / median_s / 1e12;
+	res->min_bytes = (s->m * s->k + s->n * s->k + s->m * s->n) *
+			 gemm_dtype_size(s->dtype);
+	res->achieved_gbps = (double)res->min_bytes / median_s / 1e9;
+	res->peak_tflops = NAN;
+	if (r->g->cc_major == 9)
+		res->peak_tflops = r->g->sm_count * (r->g->clock_khz * 1e3) *
+				   GPU_SM90_DENSE_FLOP_PER_CLK / 1e12;
+	res->peak_percent = 100.0 * res->tflops / res->peak_tflops;
+	res->telemetry.tflops_per_watt =
+		res->tflops / res->telemetry.power_mean_w;
 }
 
 /*
@@ -1029,7 +1240,8 @@ static int run_time(struct run *r, struct gemm_timing *t)
  */
 static void run_free(struct run *r)
 {
-	const CUdeviceptr bufs[] = { r->a, r->b, r->d, r->ref, r->stats };
+	const CUdeviceptr bufs[] = { r->a,   r->b,     r->d,
+				     r->ref, r->stats, r->flush };
 
 	if (r->sticky)
 		goto host;
@@ -1041,6 +1253,7 @@ static void run_free(struct run *r)
 host:
 	free(r->events);
 	free(r->samples);
+	nvml_track_free(&r->tele);
 }
 
 int gpu_run(struct gpu *g, const struct gemm_spec *spec,
@@ -1066,12 +1279,15 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 		e = run_prepare(&r);
 	if (!e && spec->verify)
 		e = run_verify(&r, &ret->verify);
-	if (!e && spec->iterations)
-		e = run_time(&r, &ret->timing);
-	if (!e && ret->timing.samples)
-		ret->tflops = gemm_flops(spec) /
-			      (ret->timing.median_us * 1e-6) / 1e12;
+	if (!e)
+		e = run_time(&r, ret);
+	if (!e)
+		run_rates(&r, ret);
 	run_free(&r);
+	if (e) {
+		free(ret->timing.raw_us);
+		ret->timing.raw_us = NULL;
+	}
 	*ret_sticky = r.sticky;
 	return e;
 }

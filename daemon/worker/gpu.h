@@ -30,12 +30,15 @@ int gpu_mem_free(struct gpu *g, size_t *ret_free);
 
 /*
  * Run one job: allocate, initialise inputs from the seed, poison the
- * output, launch once and verify against the reference kernel, then time
- * warmup + iterations launches with CUDA events.
+ * output, launch once and verify against the reference kernel, then warm
+ * up and time samples with CUDA events, cold (L2 flushed) or hot, until
+ * timing.iterations samples or the stopping rule; with NVML telemetry.
  *
  * Returns 0, or a negative errno with the reason in err.  *ret_sticky is set
  * when the CUDA context is no longer usable (an illegal address, a trap):
- * the worker must then exit so the supervisor can start a fresh one.
+ * the worker must then exit so the supervisor can start a fresh one.  On
+ * success ret->timing.raw_us is malloc'd when the spec asks for the raw
+ * samples: the caller frees it.
  */
 int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	    const struct gemm_plan *plan, struct gemm_result *ret,

@@ -12,11 +12,14 @@
  * After a sticky CUDA error the context is useless, so the worker reports
  * the job's failure and exits; the supervisor starts a fresh one.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "catalog.h"
 #include "frame.h"
@@ -64,6 +67,18 @@ static int send_error(int fd, const char *id, const char *msg, bool sticky)
 	return r;
 }
 
+/* The job's cooldown: its heat should not slow the next job down. */
+static void cool_down(unsigned int ms)
+{
+	struct timespec ts = {
+		.tv_sec = ms / 1000,
+		.tv_nsec = (long)(ms % 1000) * 1000000,
+	};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* One "run" message: returns 1 when the context is gone and we must exit. */
 static int handle_run(struct gpu *g, int fd, json_t *msg)
 {
@@ -87,12 +102,17 @@ static int handle_run(struct gpu *g, int fd, json_t *msg)
 	r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
 	if (r < 0) {
 		send_error(fd, id, err[0] ? err : strerror(-r), sticky);
+		if (!sticky)
+			cool_down(spec.cooldown_ms);
 		return sticky;
 	}
 	out = json_pack("{s:s, s:s, s:o}", "type", "result", "id", id, "result",
 			result_to_json(&res));
+	free(res.timing.raw_us);
 	frame_write(fd, out);
 	json_decref(out);
+	/* After the answer: the job is done, the next one waits for us. */
+	cool_down(spec.cooldown_ms);
 	return 0;
 }
 
@@ -176,6 +196,7 @@ static int run_once(const struct options *o)
 	}
 	j = json_pack("{s:o, s:o}", "plan", plan_to_json(&plan), "result",
 		      result_to_json(&res));
+	free(res.timing.raw_us);
 	json_dumpf(j, stdout, JSON_INDENT(2));
 	putchar('\n');
 	json_decref(j);

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nvml.c - clocks, power, energy, temperature and clock event reasons of
+ * one GPU, from libnvidia-ml.so.1 loaded with dlopen().
+ *
+ * nvml.h may be missing at build time, so the few prototypes and
+ * constants used are written out here, with the values of NVML's header.
+ * Every call is allowed to fail: what could not be read is NAN.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "nvml.h"
+#include "stats.h"
+#include "util.h"
+
+/* nvmlReturn_t (NVML_SUCCESS is 0) and nvmlDevice_t. */
+typedef int nvml_ret;
+typedef struct nvml_device_st *nvml_dev;
+
+#define NVML_SUCCESS 0
+#define NVML_TEMPERATURE_GPU 0 /* nvmlTemperatureSensors_t */
+#define NVML_CLOCK_SM 1 /* nvmlClockType_t */
+#define NVML_CLOCK_MEM 2
+
+/* Readings closer together than this reuse the last one. */
+#define NVML_PERIOD_US 1000
+
+struct nvml {
+	void *dl;
+	bool initialised;
+	nvml_dev dev;
+	nvml_ret (*init)(void); /* nvmlInit_v2 */
+	nvml_ret (*shutdown)(void);
+	nvml_ret (*by_uuid)(const char *uuid, nvml_dev *ret);
+	nvml_ret (*clock)(nvml_dev d, int type, unsigned int *mhz);
+	nvml_ret (*power)(nvml_dev d, unsigned int *mw);
+	nvml_ret (*energy)(nvml_dev d, unsigned long long *mj);
+	nvml_ret (*temperature)(nvml_dev d, int sensor, unsigned int *c);
+	nvml_ret (*reasons)(nvml_dev d, unsigned long long *bits);
+};
+
+#define NVML_SYM(n, field, name) \
+	((n)->field = (__typeof__((n)->field))dlsym((n)->dl, name))
+
+static void nvml_bind(struct nvml *n)
+{
+	NVML_SYM(n, init, "nvmlInit_v2");
+	NVML_SYM(n, shutdown, "nvmlShutdown");
+	NVML_SYM(n, by_uuid, "nvmlDeviceGetHandleByUUID");
+	NVML_SYM(n, clock, "nvmlDeviceGetClockInfo");
+	NVML_SYM(n, power, "nvmlDeviceGetPowerUsage");
+	NVML_SYM(n, energy, "nvmlDeviceGetTotalEnergyConsumption");
+	NVML_SYM(n, temperature, "nvmlDeviceGetTemperature");
+	/* The new name since driver 535; the old one is deprecated. */
+	if (!NVML_SYM(n, reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
+		NVML_SYM(n, reasons,
+			 "nvmlDeviceGetCurrentClocksThrottleReasons");
+}
+
+struct nvml *nvml_open(const char *uuid)
+{
+	const char *lib = getenv("GEMMD_NVML_LIBRARY");
+	const char *why = "no device with this UUID";
+	struct nvml *n;
+
+	if (!lib || !*lib)
+		lib = "libnvidia-ml.so.1";
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!n->dl) {
+		why = "library not found";
+		goto fail;
+	}
+	nvml_bind(n);
+	if (!n->init || !n->shutdown || !n->by_uuid) {
+		why = "library too old";
+		goto fail;
+	}
+	if (n->init() != NVML_SUCCESS) {
+		why = "nvmlInit_v2 failed";
+		goto fail;
+	}
+	n->initialised = true;
+	if (n->by_uuid(uuid, &n->dev) != NVML_SUCCESS)
+		goto fail;
+	return n;
+
+fail:
+	log_debug("No NVML telemetry for %s (%s): %s", uuid, lib, why);
+	return nvml_close(n);
+}
+
+struct nvml *nvml_close(struct nvml *n)
+{
+	if (!n)
+		return NULL;
+	if (n->initialised)
+		n->shutdown();
+	if (n->dl)
+		dlclose(n->dl);
+	free(n);
+	return NULL;
+}
+
+static double read_clock(struct nvml *n, int type)
+{
+	unsigned int mhz;
+
+	if (!n->clock || n->clock(n->dev, type, &mhz) != NVML_SUCCESS)
+		return NAN;
+	return mhz;
+}
+
+static double read_power(struct nvml *n)
+{
+	unsigned int mw;
+
+	if (!n->power || n->power(n->dev, &mw) != NVML_SUCCESS)
+		return NAN;
+	return mw / 1000.0;
+}
+
+static double read_temperature(struct nvml *n)
+{
+	unsigned int c;
+
+	if (!n->temperature ||
+	    n->temperature(n->dev, NVML_TEMPERATURE_GPU, &c) != NVML_SUCCESS)
+		return NAN;
+	return c;
+}
+
+/* Energy since the driver loaded, in joules. */
+static double read_energy(struct nvml *n)
+{
+	unsigned long long mj;
+
+	if (!n || !n->energy || n->energy(n->dev, &mj) != NVML_SUCCESS)
+		return NAN;
+	return mj / 1000.0;
+}
+
+void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
+{
+	memset(t, 0, sizeof(*t));
+	t->temp_max_c = NAN;
+	t->energy0_j = NAN;
+	if (!n || !samples)
+		return;
+	t->sm_mhz = calloc(samples, sizeof(*t->sm_mhz));
+	t->mem_mhz = calloc(samples, sizeof(*t->mem_mhz));
+	t->power_w = calloc(samples, sizeof(*t->power_w));
+	if (!t->sm_mhz || !t->mem_mhz || !t->power_w) {
+		nvml_track_free(t);
+		return;
+	}
+	t->cap = samples;
+	t->nvml = n;
+	t->energy0_j = read_energy(n);
+}
+
+static void push(double *a, size_t *n, size_t cap, double x)
+{
+	if (!isnan(x) && *n < cap)
+		a[(*n)++] = x;
+}
+
+static void track_read(struct nvml_track *t)
+{
+	struct nvml *n = t->nvml;
+	unsigned long long bits;
+
+	push(t->sm_mhz, &t->n_sm, t->cap, read_clock(n, NVML_CLOCK_SM));
+	push(t->mem_mhz, &t->n_mem, t->cap, read_clock(n, NVML_CLOCK_MEM));
+	push(t->power_w, &t->n_power, t->cap, read_power(n));
+	/* fmax() ignores a NAN operand. */
+	t->temp_max_c = fmax(t->temp_max_c, read_temperature(n));
+	t->last_reasons = 0;
+	if (n->reasons && n->reasons(n->dev, &bits) == NVML_SUCCESS) {
+		t->reasons_known = true;
+		t->last_reasons = bits;
+		t->reasons_seen |= bits;
+	}
+}
+
+void nvml_track_sample(struct nvml_track *t)
+{
+	uint64_t now;
+
+	if (!t->nvml)
+		return;
+	now = now_usec();
+	if (!t->last_us || now - t->last_us >= NVML_PERIOD_US) {
+		t->last_us = now;
+		track_read(t);
+	}
+	if (t->last_reasons & GEMM_THROTTLE_SLOWDOWN)
+		t->throttled++;
+}
+
+void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
+{
+	struct stats_summary sm, mem, power;
+	struct gemm_telemetry r;
+	double e1 = read_energy(t->nvml);
+
+	stats_summarize(t->sm_mhz, t->n_sm, &sm);
+	stats_summarize(t->mem_mhz, t->n_mem, &mem);
+	stats_summarize(t->power_w, t->n_power, &power);
+	memset(&r, 0, sizeof(r));
+	r.sm_clock_min_mhz = sm.min;
+	r.sm_clock_median_mhz = sm.median;
+	r.mem_clock_min_mhz = mem.min;
+	r.mem_clock_median_mhz = mem.median;
+	r.power_mean_w = power.mean;
+	r.power_max_w = power.max;
+	/* NAN stays NAN; a counter that went backwards is not believed. */
+	r.energy_j = e1 >= t->energy0_j ? e1 - t->energy0_j : NAN;
+	r.temp_max_c = t->temp_max_c;
+	r.reasons_known = t->reasons_known;
+	r.reasons_seen = t->reasons_seen;
+	r.throttled_samples = t->throttled;
+	r.tflops_per_watt = NAN; /* the caller knows the throughput */
+	*ret = r;
+}
+
+void nvml_track_free(struct nvml_track *t)
+{
+	free(t->sm_mhz);
+	free(t->mem_mhz);
+	free(t->power_w);
+	t->sm_mhz = t->mem_mhz = t->power_w = NULL;
+	t->cap = 0;
+}

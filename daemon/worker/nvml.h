@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvml.h - GPU telemetry through NVML, loaded at run time.
+ *
+ * libnvidia-ml.so.1 is dlopen()ed (GEMMD_NVML_LIBRARY overrides the
+ * path), so neither nvml.h nor the library is needed to build or run.
+ * Telemetry is a bonus: without the library, or when any call fails, the
+ * values are NAN (null in the result) and nothing is an error.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm.h"
+
+struct nvml;
+
+/*
+ * The GPU with this UUID ("GPU-xxxxxxxx-...", as cuDeviceGetUuid gives
+ * it), or NULL when NVML cannot be used.
+ */
+struct nvml *nvml_open(const char *uuid);
+struct nvml *nvml_close(struct nvml *n);
+
+/*
+ * Telemetry over a timed region.  nvml_track_start() reads the energy
+ * counter; nvml_track_sample() is called once per timed sample and reads
+ * the clocks, power, temperature and clock event reasons (at most once a
+ * millisecond: a sample in between is charged to the last reading);
+ * nvml_track_finish() reads the energy again and reduces it all.  n may
+ * be NULL: everything is then NAN, as it is when memory runs short.
+ */
+struct nvml_track {
+	struct nvml *nvml;
+	double *sm_mhz, *mem_mhz, *power_w;
+	size_t n_sm, n_mem, n_power, cap;
+	double temp_max_c;
+	double energy0_j;
+	bool reasons_known;
+	uint64_t reasons_seen, last_reasons;
+	uint64_t last_us;
+	unsigned int throttled;
+};
+
+void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples);
+void nvml_track_sample(struct nvml_track *t);
+void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret);
+void nvml_track_free(struct nvml_track *t);
