@@ -1,0 +1,37 @@
+#!/bin/sh
+# Cold against hot timing, and what the stopping rule and telemetry report,
+# through a real gemmd.  Run on a GPU machine from a build directory:
+#   bench/modes.sh BUILD_DIR [SIZES...]   (default: 256^3 1024^3 4096^3 8192^3)
+set -eu
+build=$(cd "${1:?usage: modes.sh BUILD_DIR [MxNxK...]}" && pwd)
+shift
+sizes=${*:-256x256x256 1024x1024x1024 4096x4096x4096 8192x8192x8192}
+tmp=$(mktemp -d)
+trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+
+"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/state" >"$tmp/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+	url=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/log")
+	[ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && break
+	sleep 0.2
+done
+sleep 3
+
+printf '%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s\n' size mode median_us TFLOP/s samples batch stop noise%% peak%% power_W sm_MHz thr
+for size in $sizes; do
+	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
+	for mode in cold hot; do
+		curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"timing\":{\"mode\":\"$mode\"}}" |
+			python3 -c "
+import json,sys
+j=json.load(sys.stdin); r=j['result'] or {}; t=r.get('timing',{}); te=r.get('telemetry') or {}
+def g(d,*ks):
+    for k in ks:
+        d = (d or {}).get(k)
+    return d
+f=lambda x,fmt: (fmt % x) if isinstance(x,(int,float)) else '-'
+print('%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s' % ('$size', '$mode', f(t.get('median_us'),'%.1f'), f(r.get('tflops'),'%.1f'), t.get('samples'), g(t,'method','batch'), t.get('stop_reason'), f((t.get('noise') or 0)*100,'%.3f'), f(g(r,'peak','percent'),'%.1f'), f(g(te,'power_w','mean'),'%.0f'), f(g(te,'sm_clock_mhz','median'),'%.0f'), te.get('throttled_samples','-')))
+print(json.dumps({'size':'$size','mode':'$mode','state':j['state'],'reason':j['reason'],'result':r}), file=sys.stderr)"
+	done
+done
