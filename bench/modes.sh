@@ -18,7 +18,7 @@ for _ in $(seq 100); do
 done
 sleep 3
 
-printf '%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s\n' size mode median_us TFLOP/s samples batch stop noise%% peak%% power_W sm_MHz thr
+printf '%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s\n' size mode median_us TFLOP/s samples batch stop noise% peak% power_W sm_MHz thr
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for mode in cold hot; do
