@@ -57,8 +57,7 @@ char *format_rfc3339(uint64_t usec, char *buf, size_t len)
 
 	gmtime_r(&sec, &tm);
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03uZ", base,
-		 (unsigned int)(usec % 1000000 / 1000));
+	snprintf(buf, len, "%s.%06uZ", base, (unsigned int)(usec % 1000000));
 	return buf;
 }
 

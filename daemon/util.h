@@ -63,7 +63,7 @@ int string_table_find(const char *const *table, size_t n, const char *s);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_usec(void);
 uint64_t wallclock_usec(void);
-/* RFC 3339 UTC with milliseconds; buf must hold 32 bytes. */
+/* RFC 3339 UTC with microseconds; buf must hold 32 bytes. */
 char *format_rfc3339(uint64_t usec, char *buf, size_t len);
 
 /* A decimal number of digits only, at most max. */
