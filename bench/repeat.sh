@@ -1,0 +1,33 @@
+#!/bin/sh
+# Repeatability: the same job N times (default 10 x 8192^3 bf16, default
+# timing: cold, stopping rule); prints each median and the spread.
+#   bench/repeat.sh BUILD_DIR [N] [MxNxK]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+start_bench_gemmd "$(cd "${1:?usage: repeat.sh BUILD_DIR [N] [MxNxK]}" && pwd)"
+n=${2:-10}
+size=${3:-8192x8192x8192}
+m=${size%%x*}; rest=${size#*x}; nn=${rest%%x*}; k=${rest#*x}
+: >"$bench_tmp/rows"
+for _ in $(seq "$n"); do
+	curl -sf -X POST "$url/v1/jobs?wait=600" \
+		-d "{\"m\":$m,\"n\":$nn,\"k\":$k,\"verify\":{\"enabled\":false}}" |
+		tr -d '\n' >>"$bench_tmp/rows"
+	echo >>"$bench_tmp/rows"
+done
+python3 - "$bench_tmp/rows" "$size" <<'PY'
+import json, statistics, sys
+jobs = [json.loads(l) for l in open(sys.argv[1])]
+med = [j["result"]["timing"]["median_us"] for j in jobs]
+for i, j in enumerate(jobs):
+    t = j["result"]["timing"]
+    print("run %2d: median %9.1f us  %6.1f TFLOP/s  samples %4d  stop %s" %
+          (i + 1, t["median_us"], j["result"]["tflops"], t["samples"],
+           t["stop_reason"]))
+mean = statistics.mean(med)
+print("%s: %d runs, medians %.1f..%.1f us, spread (max-min)/mean %.2f %%, "
+      "stdev/mean %.2f %%" % (sys.argv[2], len(med), min(med), max(med),
+                              100 * (max(med) - min(med)) / mean,
+                              100 * statistics.pstdev(med) / mean))
+PY
