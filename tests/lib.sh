@@ -27,7 +27,7 @@ skip() {
 # start_gemmd [extra gemmd flags...]: sets GEMMD_URL and GEMMD_PID.
 start_gemmd() {
 	"$GEMMD" --listen 127.0.0.1:0 --state-dir "$TEST_TMP/state" \
-		--kernel-dir "$GEMMD_KERNEL_DIR" --worker "$GEMMD_WORKER" "$@" \
+		--kernel-dir "$GEMMD_KERNEL_DIR" --worker "$GEMMD_WORKER" "$@" 9>&- \
 		>"$TEST_TMP/gemmd.log" 2>&1 &
 	GEMMD_PID=$!
 	i=0
@@ -102,4 +102,13 @@ have_gpu() {
 	"$GEMMD_WORKER" --probe >"$TEST_TMP/probe.json" 2>/dev/null || return 1
 	n=$(json 'len(j["devices"])' <"$TEST_TMP/probe.json")
 	[ "${n:-0}" -gt 0 ]
+}
+
+# gpu_exclusive: hold the machine's GPU for the rest of this test.  make
+# check runs tests in parallel; timings compared across runs mean nothing
+# while another test loads the same GPU, so GPU tests take turns.
+gpu_exclusive() {
+	command -v flock >/dev/null || return 0
+	exec 9>"${TMPDIR:-/tmp}/gemmd-gpu-tests.lock"
+	flock 9
 }
