@@ -201,6 +201,8 @@ static void post_job(struct api *api, struct http_request *req)
 	body = http_request_body(req, &len);
 	if (spec_parse(body, len, &spec, &err) < 0 ||
 	    check_device(api, &spec, &lim, &err) < 0 ||
+	    plan_check_baseline_devices(
+		    &spec, workers_devices_json(api->workers), &err) < 0 ||
 	    plan_resolve(api->catalog, &spec, &lim, &plan, &err) < 0) {
 		http_respond_error(req, &err);
 		return;

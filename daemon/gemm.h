@@ -34,6 +34,20 @@ enum gemm_init {
 	_GEMM_INIT_MAX,
 };
 
+/* A library GEMM timed on the same buffers after ours. */
+enum gemm_baseline {
+	GEMM_BASELINE_NONE,
+	GEMM_BASELINE_CUBLAS, /* cuBLASLt, loaded at run time */
+	_GEMM_BASELINE_MAX,
+};
+
+/* What the output is checked against. */
+enum gemm_reference {
+	GEMM_REFERENCE_DEVICE, /* reference.cubin's naive fp32 GEMM */
+	GEMM_REFERENCE_CUBLAS, /* cuBLASLt with fp32 output */
+	_GEMM_REFERENCE_MAX,
+};
+
 /* How a timed sample treats the L2 cache. */
 enum gemm_timing_mode {
 	GEMM_TIMING_COLD, /* L2 flushed before every sample */
@@ -93,9 +107,11 @@ struct gemm_spec {
 	unsigned int cooldown_ms; /* worker pause after the job */
 	bool raw_samples; /* report every sample */
 	bool verify;
+	enum gemm_reference reference;
 	enum gemm_init init;
 	uint64_t seed;
 	int device; /* -1: any */
+	enum gemm_baseline baseline;
 	bool dry_run;
 	char label[128]; /* the client's name for the job, may be empty */
 };
@@ -153,6 +169,25 @@ struct gemm_verdict {
 	uint64_t unwritten; /* elements still holding the poison pattern */
 	int64_t first_row, first_col; /* first mismatch, -1 if none */
 	double first_got, first_want;
+	/* where the first mismatch comes from: tile, k-tile, stage */
+	bool diagnosed;
+	struct {
+		unsigned int tile_m, tile_n, warpgroup;
+		int kind; /* enum kdiag_kind */
+		int k_tile, stage, other_k_tile, other_stage;
+	} where;
+};
+
+/* The baseline library's GEMM, timed like ours (never raw samples). */
+struct gemm_baseline_result {
+	bool present; /* false: no baseline asked for */
+	char library[16]; /* "cublasLt" */
+	int version; /* as the library reports it, e.g. 130100 */
+	int algo_index; /* of the heuristic's results, the one timed */
+	int algo_id; /* CUBLASLT_ALGO_CONFIG_ID of that one */
+	unsigned int heuristics_tried;
+	struct gemm_timing timing;
+	double tflops; /* at its median time */
 };
 
 struct gemm_result {
@@ -164,6 +199,8 @@ struct gemm_result {
 	double achieved_gbps; /* min_bytes at the median time */
 	struct gemm_telemetry telemetry;
 	struct gemm_verdict verify;
+	struct gemm_baseline_result baseline;
+	double speedup_vs_baseline; /* baseline median / ours; NAN if none */
 };
 
 const char *gemm_dtype_to_string(enum gemm_dtype d);

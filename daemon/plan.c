@@ -144,12 +144,59 @@ static int check_shape(const struct kernel_info *k,
 	return 0;
 }
 
+static bool uses_cublaslt(const struct gemm_spec *spec)
+{
+	return spec->baseline == GEMM_BASELINE_CUBLAS ||
+	       (spec->verify && spec->reference == GEMM_REFERENCE_CUBLAS);
+}
+
 uint64_t plan_memory_bytes(const struct gemm_spec *spec)
 {
 	uint64_t es = gemm_dtype_size(spec->dtype);
+	uint64_t ws = uses_cublaslt(spec) ? PLAN_CUBLASLT_WORKSPACE : 0;
 
 	return spec->m * spec->k * es + spec->n * spec->k * es +
-	       spec->m * spec->n * es + spec->m * spec->n * sizeof(float);
+	       spec->m * spec->n * es + spec->m * spec->n * sizeof(float) + ws;
+}
+
+int plan_check_baseline(const struct gemm_spec *spec, bool available,
+			struct gemmd_error *err)
+{
+	if (available)
+		return 0;
+	if (spec->baseline == GEMM_BASELINE_CUBLAS)
+		return gemmd_error_set(err, 422, "unsupported", "baseline",
+				       "baseline \"cublas\" needs cuBLASLt, "
+				       "which the GPU's worker could not load");
+	if (spec->verify && spec->reference == GEMM_REFERENCE_CUBLAS)
+		return gemmd_error_set(err, 422, "unsupported",
+				       "verify.reference",
+				       "reference \"cublas\" needs cuBLASLt, "
+				       "which the GPU's worker could not load");
+	return 0;
+}
+
+static bool device_has_cublaslt(json_t *dev)
+{
+	json_t *c = json_object_get(dev, "cublaslt");
+
+	return json_is_true(json_object_get(c, "available"));
+}
+
+int plan_check_baseline_devices(const struct gemm_spec *spec, json_t *devices,
+				struct gemmd_error *err)
+{
+	bool available = true;
+	json_t *dev;
+	size_t i;
+	int r;
+
+	json_array_foreach(devices, i, dev)
+		if (spec->device < 0 || (size_t)spec->device == i)
+			available = available && device_has_cublaslt(dev);
+	r = plan_check_baseline(spec, available, err);
+	json_decref(devices);
+	return r;
 }
 
 static int check_memory(const struct gemm_spec *spec,
@@ -227,13 +274,20 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
  */
 unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 {
+	const bool baseline = spec->baseline != GEMM_BASELINE_NONE;
 	double launches = 1.0 + spec->warmup + spec->iterations;
 	/* the naive reference is about 50 times slower than our kernels */
 	double ref = spec->verify ? 50.0 : 0.0;
-	double sec = gemm_flops(spec) * (launches + ref) / 20e12;
+	double sec;
 
+	/* A baseline: as many launches again, and its algorithm trials. */
+	if (baseline)
+		launches = 2 * launches + PLAN_BASELINE_TRIAL_LAUNCHES;
+	sec = gemm_flops(spec) * (launches + ref) / 20e12;
 	if (!spec->iterations)
-		sec += 3.0 * spec->max_time_ms / 1000.0;
+		sec += (baseline ? 6.0 : 3.0) * spec->max_time_ms / 1000.0;
+	if (baseline)
+		sec += 10.0; /* loading cuBLASLt, its first-call set-up */
 	sec += spec->cooldown_ms / 1000.0;
 	return (unsigned int)MIN(30.0 + sec, 600.0);
 }

@@ -29,7 +29,33 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		 const struct device_limits *dev, struct gemm_plan *ret,
 		 struct gemmd_error *err);
 
-/* Device memory a job allocates: A, B, D and the fp32 reference. */
+/* The cuBLASLt workspace of a baseline or cuBLASLt reference run. */
+#define PLAN_CUBLASLT_WORKSPACE (32u << 20)
+/* Launches a baseline spends picking its algorithm (at most 8 tried). */
+#define PLAN_BASELINE_TRIAL_LAUNCHES 64
+
+/*
+ * A job that asks for cuBLASLt (baseline "cublas" or verify.reference
+ * "cublas") needs a device whose worker reported it: 422 "unsupported"
+ * naming the field otherwise.  available: whether it did.
+ */
+int plan_check_baseline(const struct gemm_spec *spec, bool available,
+			struct gemmd_error *err);
+
+/*
+ * The same against device JSON objects as the probe reports them (each
+ * with "cublaslt": {"available": bool, ...}): device index spec->device,
+ * or with -1 every device, since the job may land on any.  An empty
+ * array (no device: a dry run) passes.  Takes over the reference to
+ * devices, so that workers_devices_json() can be passed straight in.
+ */
+int plan_check_baseline_devices(const struct gemm_spec *spec, json_t *devices,
+				struct gemmd_error *err);
+
+/*
+ * Device memory a job allocates: A, B, D, the fp32 reference and, when
+ * cuBLASLt is used, its workspace.
+ */
 uint64_t plan_memory_bytes(const struct gemm_spec *spec);
 
 /* Seconds a job may run before its worker is killed: from its size, capped. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "result.h"
 #include "util.h"
 
@@ -41,15 +42,33 @@ json_t *json_finite(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
+static json_t *where_to_json(const struct gemm_verdict *v)
+{
+	struct kdiag d = {
+		.kind = v->where.kind,
+		.tile_m = v->where.tile_m,
+		.tile_n = v->where.tile_n,
+		.warpgroup = v->where.warpgroup,
+		.k_tile = v->where.k_tile,
+		.stage = v->where.stage,
+		.other_k_tile = v->where.other_k_tile,
+		.other_stage = v->where.other_stage,
+	};
+
+	if (!v->diagnosed || d.kind < 0 || d.kind >= _KDIAG_KIND_MAX)
+		return json_null();
+	return kdiag_to_json(&d);
+}
+
 static json_t *first_mismatch_to_json(const struct gemm_verdict *v)
 {
 	if (v->first_row < 0)
 		return json_null();
-	return json_pack("{s:I, s:I, s:o, s:o}", "row",
+	return json_pack("{s:I, s:I, s:o, s:o, s:o}", "row",
 			 (json_int_t)v->first_row, "col",
 			 (json_int_t)v->first_col, "got",
 			 json_finite(v->first_got), "want",
-			 json_finite(v->first_want));
+			 json_finite(v->first_want), "where", where_to_json(v));
 }
 
 static json_t *verdict_to_json(const struct gemm_verdict *v)
@@ -164,17 +183,40 @@ static json_t *telemetry_to_json(const struct gemm_telemetry *t)
 		"tflops_per_watt", json_finite(t->tflops_per_watt));
 }
 
+static json_t *baseline_to_json(const struct gemm_baseline_result *b)
+{
+	return json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:o}", "library",
+			 b->library, "version", b->version, "algo_index",
+			 b->algo_index, "algo_id", b->algo_id,
+			 "heuristics_tried", b->heuristics_tried, "timing",
+			 timing_to_json(&b->timing), "tflops",
+			 json_finite(b->tflops));
+}
+
+/* "baseline" and "speedup_vs_baseline" only when a baseline ran. */
 json_t *result_to_json(const struct gemm_result *r)
 {
-	return json_pack("{s:o, s:o, s:{s:o, s:o}, s:{s:I, s:o}, s:o, s:o}",
-			 "timing", timing_to_json(&r->timing), "tflops",
-			 json_finite(r->tflops), "peak", "dense_tflops",
-			 json_finite(r->peak_tflops), "percent",
-			 json_finite(r->peak_percent), "bytes", "min",
-			 (json_int_t)r->min_bytes, "achieved_gbps",
-			 json_finite(r->achieved_gbps), "telemetry",
-			 telemetry_to_json(&r->telemetry), "verify",
-			 verdict_to_json(&r->verify));
+	json_t *j;
+
+	j = json_pack("{s:o, s:o, s:{s:o, s:o}, s:{s:I, s:o}, s:o, s:o}",
+		      "timing", timing_to_json(&r->timing), "tflops",
+		      json_finite(r->tflops), "peak", "dense_tflops",
+		      json_finite(r->peak_tflops), "percent",
+		      json_finite(r->peak_percent), "bytes", "min",
+		      (json_int_t)r->min_bytes, "achieved_gbps",
+		      json_finite(r->achieved_gbps), "telemetry",
+		      telemetry_to_json(&r->telemetry), "verify",
+		      verdict_to_json(&r->verify));
+	if (!j || !r->baseline.present)
+		return j;
+	if (json_object_set_new(j, "baseline", baseline_to_json(&r->baseline)) <
+		    0 ||
+	    json_object_set_new(j, "speedup_vs_baseline",
+				json_finite(r->speedup_vs_baseline)) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 static double number_or_nan(json_t *v)
@@ -325,6 +367,57 @@ static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 	return 0;
 }
 
+/* Basic timing keys (as result_from_json reads ours), the rest optional. */
+static int timing_basic_from_json(json_t *j, struct gemm_timing *t)
+{
+	json_t *mn, *md, *me, *sd;
+	int samples;
+
+	if (json_unpack(j, "{s:o, s:o, s:o, s:o, s:i}", "min_us", &mn,
+			"median_us", &md, "mean_us", &me, "stdev_us", &sd,
+			"samples", &samples) < 0 ||
+	    samples < 0)
+		return -EINVAL;
+	t->min_us = number_or_nan(mn);
+	t->median_us = number_or_nan(md);
+	t->mean_us = number_or_nan(me);
+	t->stdev_us = number_or_nan(sd);
+	t->samples = (unsigned int)samples;
+	return 0;
+}
+
+/* Absent: no baseline.  Its timing never carries raw samples. */
+static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
+{
+	const char *lib;
+	json_t *timing;
+	int tried, e;
+
+	if (!j || json_is_null(j))
+		return 0;
+	if (json_unpack(j, "{s:s, s:i, s:i, s:i, s:i, s:o}", "library", &lib,
+			"version", &b->version, "algo_index", &b->algo_index,
+			"algo_id", &b->algo_id, "heuristics_tried", &tried,
+			"timing", &timing) < 0 ||
+	    strlen(lib) >= sizeof(b->library) || tried < 0)
+		return -EINVAL;
+	b->heuristics_tried = (unsigned int)tried;
+	e = timing_basic_from_json(timing, &b->timing);
+	if (!e)
+		e = timing_from_json(timing, &b->timing);
+	if (!e && b->timing.raw_us) {
+		free(b->timing.raw_us);
+		b->timing.raw_us = NULL;
+		e = -EINVAL;
+	}
+	if (e < 0)
+		return e;
+	snprintf(b->library, sizeof(b->library), "%s", lib);
+	b->tflops = real_at(j, "tflops");
+	b->present = true;
+	return 0;
+}
+
 int result_from_json(json_t *j, struct gemm_result *ret)
 {
 	struct gemm_result r;
@@ -354,6 +447,10 @@ int result_from_json(json_t *j, struct gemm_result *ret)
 		(uint64_t)json_integer_value(json_object_get(bytes, "min"));
 	r.achieved_gbps = real_at(bytes, "achieved_gbps");
 	telemetry_from_json(json_object_get(j, "telemetry"), &r.telemetry);
+	e = baseline_from_json(json_object_get(j, "baseline"), &r.baseline);
+	if (e < 0)
+		return e;
+	r.speedup_vs_baseline = real_at(j, "speedup_vs_baseline");
 	e = timing_from_json(json_object_get(j, "timing"), &r.timing);
 	if (e < 0)
 		return e;

@@ -21,6 +21,16 @@ static const char *const timing_mode_names[_GEMM_TIMING_MAX] = {
 	[GEMM_TIMING_HOT] = "hot",
 };
 
+/* GEMM_BASELINE_NONE is JSON null, not a name. */
+static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
+	[GEMM_BASELINE_CUBLAS] = "cublas",
+};
+
+static const char *const reference_names[_GEMM_REFERENCE_MAX] = {
+	[GEMM_REFERENCE_DEVICE] = "device",
+	[GEMM_REFERENCE_CUBLAS] = "cublas",
+};
+
 struct field {
 	const char *name;
 	int (*parse)(json_t *v, const char *path, struct gemm_spec *spec,
@@ -404,16 +414,22 @@ static int parse_seed(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
-/* The reference runs on the device; "cublas" arrives with the baseline. */
+static int reference_from_string(const char *s)
+{
+	return string_table_find(reference_names, ARRAY_SIZE(reference_names),
+				 s);
+}
+
 static int parse_reference(json_t *v, const char *path, struct gemm_spec *spec,
 			   struct gemmd_error *err)
 {
-	if (!json_is_string(v))
-		return bad_type(err, path, "a string");
-	if (strcmp(json_string_value(v), "device") != 0)
-		return gemmd_error_set(err, 400, "invalid_value", path,
-				       "'%s' is \"%s\"; expected \"device\"",
-				       path, json_string_value(v));
+	int x = 0, r;
+
+	r = get_enum(v, path, reference_from_string, "\"device\", \"cublas\"",
+		     &x, err);
+	if (r < 0)
+		return r;
+	spec->reference = x;
 	return 0;
 }
 
@@ -448,6 +464,29 @@ static int parse_device(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
+static int baseline_from_string(const char *s)
+{
+	return string_table_find(baseline_names, ARRAY_SIZE(baseline_names), s);
+}
+
+/* null (the default): no baseline. */
+static int parse_baseline(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	if (json_is_null(v)) {
+		spec->baseline = GEMM_BASELINE_NONE;
+		return 0;
+	}
+	r = get_enum(v, path, baseline_from_string, "null, \"cublas\"", &x,
+		     err);
+	if (r < 0)
+		return r;
+	spec->baseline = x;
+	return 0;
+}
+
 static int parse_dry_run(json_t *v, const char *path, struct gemm_spec *spec,
 			 struct gemmd_error *err)
 {
@@ -473,7 +512,7 @@ static const struct field job_fields[] = {
 	{ "layout", parse_layout }, { "kernel", parse_kernel },
 	{ "timing", parse_timing }, { "verify", parse_verify },
 	{ "device", parse_device }, { "dry_run", parse_dry_run },
-	{ "label", parse_label },
+	{ "label", parse_label },   { "baseline", parse_baseline },
 };
 
 static int walk_object(json_t *obj, const char *path,
@@ -603,6 +642,14 @@ static json_t *timing_to_json(const struct gemm_spec *spec)
 		spec->raw_samples);
 }
 
+static json_t *baseline_to_json(const struct gemm_spec *spec)
+{
+	const char *s = string_table_lookup(
+		baseline_names, ARRAY_SIZE(baseline_names), spec->baseline);
+
+	return s ? json_string(s) : json_null();
+}
+
 json_t *spec_to_json(const struct gemm_spec *spec)
 {
 	char tile[32];
@@ -615,7 +662,7 @@ json_t *spec_to_json(const struct gemm_spec *spec)
 		" s:{s:s, s:o, s:o, s:[I,I]},"
 		" s:o,"
 		" s:{s:b, s:s, s:I, s:s},"
-		" s:I, s:b, s:s}",
+		" s:I, s:b, s:s, s:o}",
 		"m", (json_int_t)spec->m, "n", (json_int_t)spec->n, "k",
 		(json_int_t)spec->k, "dtype", gemm_dtype_to_string(spec->dtype),
 		"layout", gemm_layout_to_string(spec->layout), "kernel",
@@ -626,6 +673,10 @@ json_t *spec_to_json(const struct gemm_spec *spec)
 		(json_int_t)spec->cluster_y, "timing", timing_to_json(spec),
 		"verify", "enabled", spec->verify, "init",
 		gemm_init_to_string(spec->init), "seed", (json_int_t)spec->seed,
-		"reference", "device", "device", (json_int_t)spec->device,
-		"dry_run", spec->dry_run, "label", spec->label);
+		"reference",
+		string_table_lookup(reference_names,
+				    ARRAY_SIZE(reference_names),
+				    spec->reference),
+		"device", (json_int_t)spec->device, "dry_run", spec->dry_run,
+		"label", spec->label, "baseline", baseline_to_json(spec));
 }

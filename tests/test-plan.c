@@ -155,6 +155,110 @@ static void test_json_round_trip(void)
 	catalog_free(c);
 }
 
+static int check_baseline(const char *body, bool available,
+			  struct gemmd_error *err)
+{
+	struct gemm_spec s;
+
+	memset(err, 0, sizeof(*err));
+	CHECK_EQ_INT(spec_parse(body, strlen(body), &s, err), 0);
+	return plan_check_baseline(&s, available, err);
+}
+
+static void test_baseline(void)
+{
+	const char *job = "{\"m\":64,\"n\":64,\"k\":64,\"baseline\":"
+			  "\"cublas\"}";
+	const char *ref = "{\"m\":64,\"n\":64,\"k\":64,\"verify\":"
+			  "{\"reference\":\"cublas\"}}";
+	struct gemmd_error err;
+
+	CHECK_EQ_INT(check_baseline(job, true, &err), 0);
+	CHECK(check_baseline(job, false, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "baseline");
+	CHECK(err.message[0]);
+	CHECK(check_baseline(ref, false, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.field, "verify.reference");
+	/* Not verified: the reference is not used. */
+	CHECK_EQ_INT(check_baseline("{\"m\":64,\"n\":64,\"k\":64,"
+				    "\"verify\":{\"enabled\":false,"
+				    "\"reference\":\"cublas\"}}",
+				    false, &err),
+		     0);
+	CHECK_EQ_INT(
+		check_baseline("{\"m\":64,\"n\":64,\"k\":64}", false, &err), 0);
+}
+
+/* Against the devices' JSON, as api.c passes workers_devices_json(). */
+static int check_devices(const char *body, const char *devices,
+			 struct gemmd_error *err)
+{
+	struct gemm_spec s;
+
+	memset(err, 0, sizeof(*err));
+	CHECK_EQ_INT(spec_parse(body, strlen(body), &s, err), 0);
+	return plan_check_baseline_devices(&s, json_loads(devices, 0, NULL),
+					   err);
+}
+
+static void test_baseline_devices(void)
+{
+	const char *mixed = "[{\"cublaslt\":{\"available\":true,"
+			    "\"version\":130100}},"
+			    "{\"cublaslt\":{\"available\":false,"
+			    "\"version\":null}}]";
+	struct gemmd_error err;
+
+	CHECK_EQ_INT(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+				   "\"baseline\":\"cublas\",\"device\":0}",
+				   mixed, &err),
+		     0);
+	CHECK(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+			    "\"baseline\":\"cublas\",\"device\":1}",
+			    mixed, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.field, "baseline");
+	/* any device: each must have it */
+	CHECK(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+			    "\"baseline\":\"cublas\"}",
+			    mixed, &err) < 0);
+	/* an older worker that does not say: not available */
+	CHECK(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+			    "\"baseline\":\"cublas\"}",
+			    "[{\"name\":\"x\"}]", &err) < 0);
+	/* no devices (a dry run): nothing to check */
+	CHECK_EQ_INT(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+				   "\"baseline\":\"cublas\",\"dry_run\":"
+				   "true}",
+				   "[]", &err),
+		     0);
+	CHECK_EQ_INT(check_devices("{\"m\":64,\"n\":64,\"k\":64}",
+				   "[{\"name\":\"x\"}]", &err),
+		     0);
+}
+
+static void test_baseline_budget(void)
+{
+	struct gemm_spec s;
+	uint64_t mem;
+	unsigned int sec;
+
+	spec_init(&s);
+	s.m = s.n = s.k = 4096;
+	s.iterations = 100;
+	mem = plan_memory_bytes(&s);
+	sec = plan_deadline_sec(&s);
+	s.baseline = GEMM_BASELINE_CUBLAS;
+	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
+	CHECK(plan_deadline_sec(&s) > sec);
+	s.baseline = GEMM_BASELINE_NONE;
+	s.reference = GEMM_REFERENCE_CUBLAS;
+	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
+}
+
 static void test_deadline(void)
 {
 	struct gemm_spec s;
@@ -179,5 +283,8 @@ int main(void)
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_json_round_trip);
 	RUN_TEST(test_deadline);
+	RUN_TEST(test_baseline);
+	RUN_TEST(test_baseline_devices);
+	RUN_TEST(test_baseline_budget);
 	return check_exit();
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "diagnose.h"
 #include "result.h"
 
 static double raw[3] = { 101.5, 100.5, 102.5 };
@@ -272,6 +273,143 @@ static void test_unchecked(void)
 	json_decref(j);
 }
 
+static struct gemm_result with_baseline(void)
+{
+	struct gemm_result r = sample();
+	struct gemm_baseline_result *b = &r.baseline;
+
+	b->present = true;
+	snprintf(b->library, sizeof(b->library), "cublasLt");
+	b->version = 130100;
+	b->algo_index = 2;
+	b->algo_id = 66;
+	b->heuristics_tried = 8;
+	b->timing = r.timing;
+	b->timing.median_us = 110.0;
+	b->timing.batch = 3;
+	b->tflops = 620.5;
+	r.speedup_vs_baseline = 110.0 / 101.25;
+	return r;
+}
+
+/* Same keys, recursively: the baseline's timing is shaped like ours. */
+static bool same_keys(json_t *a, json_t *b)
+{
+	const char *key;
+	json_t *v;
+
+	if (json_object_size(a) != json_object_size(b))
+		return false;
+	json_object_foreach(a, key, v) {
+		json_t *w = json_object_get(b, key);
+
+		if (!w || (json_is_object(v) && !same_keys(v, w)))
+			return false;
+	}
+	return true;
+}
+
+static void test_baseline(void)
+{
+	struct gemm_result a = with_baseline(), c;
+	json_t *j = result_to_json(&a), *b, *t;
+
+	b = json_object_get(j, "baseline");
+	CHECK(json_is_object(b));
+	CHECK_STREQ(json_string_value(json_object_get(b, "library")),
+		    "cublasLt");
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "version")), 130100);
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "algo_index")), 2);
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "algo_id")), 66);
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "heuristics_tried")),
+		     8);
+	CHECK(json_real_value(json_object_get(b, "tflops")) > 620.4);
+	CHECK_EQ_INT(json_object_size(b), 7);
+	t = json_object_get(b, "timing");
+	CHECK(same_keys(t, json_object_get(j, "timing")));
+	CHECK(json_real_value(json_object_get(t, "median_us")) > 109.9);
+	CHECK(json_real_value(json_object_get(j, "speedup_vs_baseline")) >
+	      1.086);
+	CHECK(json_real_value(json_object_get(j, "speedup_vs_baseline")) <
+	      1.087);
+
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(c.baseline.present);
+	CHECK_STREQ(c.baseline.library, "cublasLt");
+	CHECK_EQ_INT(c.baseline.version, 130100);
+	CHECK_EQ_INT(c.baseline.algo_index, 2);
+	CHECK_EQ_INT(c.baseline.algo_id, 66);
+	CHECK_EQ_INT(c.baseline.heuristics_tried, 8);
+	CHECK_EQ_INT(c.baseline.timing.samples, 50);
+	CHECK_EQ_INT(c.baseline.timing.batch, 3);
+	CHECK(c.baseline.timing.median_us > 109.9 &&
+	      c.baseline.timing.median_us < 110.1);
+	CHECK(c.baseline.tflops > 620.4 && c.baseline.tflops < 620.6);
+	CHECK(c.speedup_vs_baseline > 1.086 && c.speedup_vs_baseline < 1.087);
+	CHECK(c.baseline.timing.raw_us == NULL);
+	json_decref(j);
+
+	/* Not finite: null, still valid JSON. */
+	a.speedup_vs_baseline = NAN;
+	j = result_to_json(&a);
+	CHECK(json_is_null(json_object_get(j, "speedup_vs_baseline")));
+	json_decref(j);
+}
+
+/* No baseline asked for: neither key, and reading one back gives none. */
+static void test_no_baseline(void)
+{
+	struct gemm_result a = sample(), c;
+	json_t *j = result_to_json(&a);
+
+	CHECK(!json_object_get(j, "baseline"));
+	CHECK(!json_object_get(j, "speedup_vs_baseline"));
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(!c.baseline.present);
+	CHECK(isnan(c.speedup_vs_baseline));
+	json_decref(j);
+	/* A malformed baseline is an error. */
+	a = with_baseline();
+	j = result_to_json(&a);
+	json_object_del(json_object_get(j, "baseline"), "algo_id");
+	CHECK(result_from_json(j, &c) < 0);
+	json_decref(j);
+}
+
+/* The first mismatch carries where it came from, when that is known. */
+static void test_where(void)
+{
+	struct gemm_result a = sample();
+	json_t *j, *w;
+
+	a.verify.diagnosed = true;
+	a.verify.where.kind = KDIAG_REPLACED;
+	a.verify.where.tile_m = 3;
+	a.verify.where.tile_n = 1;
+	a.verify.where.k_tile = 5;
+	a.verify.where.stage = 1;
+	a.verify.where.other_k_tile = 1;
+	a.verify.where.other_stage = 1;
+	j = result_to_json(&a);
+	w = json_object_get(json_object_get(json_object_get(j, "verify"),
+					    "first_mismatch"),
+			    "where");
+	CHECK_STREQ(json_string_value(json_object_get(w, "kind")),
+		    "k_tile_replaced");
+	CHECK_EQ_INT(json_integer_value(json_object_get(w, "stage")), 1);
+	CHECK_EQ_INT(json_integer_value(
+			     json_array_get(json_object_get(w, "tile"), 0)),
+		     3);
+	json_decref(j);
+	a.verify.diagnosed = false;
+	j = result_to_json(&a);
+	w = json_object_get(json_object_get(json_object_get(j, "verify"),
+					    "first_mismatch"),
+			    "where");
+	CHECK(json_is_null(w));
+	json_decref(j);
+}
+
 int main(void)
 {
 	RUN_TEST(test_round_trip);
@@ -281,5 +419,8 @@ int main(void)
 	RUN_TEST(test_raw_samples);
 	RUN_TEST(test_new_fields);
 	RUN_TEST(test_no_telemetry);
+	RUN_TEST(test_baseline);
+	RUN_TEST(test_no_baseline);
+	RUN_TEST(test_where);
 	return check_exit();
 }

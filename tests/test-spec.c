@@ -61,6 +61,8 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.seed, 1);
 	CHECK_EQ_INT(s.device, -1);
 	CHECK(!s.dry_run);
+	CHECK_EQ_INT(s.baseline, GEMM_BASELINE_NONE);
+	CHECK_EQ_INT(s.reference, GEMM_REFERENCE_DEVICE);
 }
 
 static void test_full(void)
@@ -120,6 +122,9 @@ static void test_round_trip(void)
 	round_trip("{\"m\":77,\"n\":88,\"k\":96,\"dtype\":\"fp16\","
 		   "\"kernel\":{\"tile\":\"128x128x64\",\"stages\":5},"
 		   "\"verify\":{\"init\":\"uniform\",\"seed\":9}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":\"cublas\","
+		   "\"verify\":{\"reference\":\"cublas\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":null}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
@@ -229,6 +234,10 @@ static void test_fields(void)
 	expect_error(
 		"{\"m\":1,\"n\":1,\"k\":8,\"verify\":{\"reference\":\"x\"}}",
 		"invalid_value", "verify.reference");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"baseline\":\"mkl\"}",
+		     "invalid_value", "baseline");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"baseline\":true}",
+		     "invalid_type", "baseline");
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"device\":-2}", "out_of_range",
 		     "device");
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"dry_run\":\"yes\"}",
@@ -308,6 +317,40 @@ static void test_tile(void)
 	CHECK(tile_parse("x", &t) < 0);
 }
 
+/* baseline and verify.reference, in and out. */
+static void test_baseline(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+	json_t *j;
+
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":"
+			   "\"cublas\",\"verify\":{\"reference\":"
+			   "\"cublas\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.baseline, GEMM_BASELINE_CUBLAS);
+	CHECK_EQ_INT(s.reference, GEMM_REFERENCE_CUBLAS);
+	j = spec_to_json(&s);
+	CHECK_STREQ(json_string_value(json_object_get(j, "baseline")),
+		    "cublas");
+	CHECK_STREQ(json_string_value(json_object_get(
+			    json_object_get(j, "verify"), "reference")),
+		    "cublas");
+	json_decref(j);
+
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":null}", &s,
+			   &err),
+		     0);
+	CHECK_EQ_INT(s.baseline, GEMM_BASELINE_NONE);
+	j = spec_to_json(&s);
+	CHECK(json_is_null(json_object_get(j, "baseline")));
+	CHECK_STREQ(json_string_value(json_object_get(
+			    json_object_get(j, "verify"), "reference")),
+		    "device");
+	json_decref(j);
+}
+
 int main(void)
 {
 	RUN_TEST(test_minimal_defaults);
@@ -320,5 +363,6 @@ int main(void)
 	RUN_TEST(test_timing_fields);
 	RUN_TEST(test_timing_accepted);
 	RUN_TEST(test_tile);
+	RUN_TEST(test_baseline);
 	return check_exit();
 }

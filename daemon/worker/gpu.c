@@ -22,10 +22,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cublaslt.h"
 #include "cuda-api.h"
 #include "gemm-abi.h"
+#include "diagnose.h"
 #include "gpu.h"
 #include "nvml.h"
+#include "plan.h"
 #include "stats.h"
 #include "util.h"
 
@@ -46,6 +49,8 @@
 #define TIMING_CHUNK_US 20000.0 /* GPU time queued between two looks... */
 #define TIMING_CHUNK_MAX 256u /* ...at the stopping rule, in samples */
 #define TIMING_L2_FALLBACK (64u << 20) /* if the L2 size is unknown */
+/* A baseline algorithm's trial: one launch to warm up, these timed. */
+#define BASELINE_TRIAL_LAUNCHES 5u
 
 /* ---- driver loading ------------------------------------------------------ */
 
@@ -324,16 +329,18 @@ static int dev_info_get(CUdevice dev, struct dev_info *d, char *err,
 	return 0;
 }
 
+/* With "cublaslt": whether this worker can load it, for baseline jobs. */
 static json_t *dev_info_json(const struct dev_info *d, int index)
 {
 	return json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:I, s:i, "
-			 "s:s}",
+			 "s:s, s:o}",
 			 "index", index, "name", d->name, "uuid", d->uuid,
 			 "compute_capability", d->cc, "sm_count", d->sm_count,
 			 "memory_bytes", (json_int_t)d->total, "sm_clock_khz",
 			 d->sm_clock, "mem_clock_khz", d->mem_clock, "l2_bytes",
 			 (json_int_t)d->l2, "max_smem_per_block_optin",
-			 d->smem_optin, "driver_version", d->driver);
+			 d->smem_optin, "driver_version", d->driver, "cublaslt",
+			 cublaslt_to_json());
 }
 
 static int driver_init(char *err, size_t errlen)
@@ -598,10 +605,15 @@ struct run {
 	struct gpu *g;
 	const struct gemm_spec *spec;
 	const struct gemm_plan *plan;
+	/* queue one launch of the GEMM being timed: ours or the baseline */
+	int (*launch)(struct run *r);
 	CUtensorMap tma_a, tma_b; /* 64-B aligned by their type */
 	struct gemm_args args;
 	CUfunction f;
 	CUdeviceptr a, b, d, ref, stats;
+	/* cuBLASLt: the baseline (output D) and the reference (output ref) */
+	CUdeviceptr lt_ws;
+	struct cublaslt_gemm *lt, *lt_ref;
 	/* timing */
 	CUdeviceptr flush; /* cold mode: written before each sample */
 	size_t flush_bytes;
@@ -780,7 +792,7 @@ static int run_prepare(struct run *r)
 	return 0;
 }
 
-static int run_launch(struct run *r)
+static int run_launch_ours(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
 	void *params[] = { &r->tma_a, &r->tma_b, &r->args };
@@ -805,6 +817,11 @@ static int run_launch(struct run *r)
 	cfg.attrs = &attr;
 	cfg.numAttrs = 1;
 	return CU(r, cuLaunchKernelEx, &cfg, r->f, params, NULL);
+}
+
+static int run_launch(struct run *r)
+{
+	return r->launch(r);
 }
 
 static void sleep_us(long us)
@@ -867,6 +884,62 @@ static double fp16_to_double(uint16_t h)
 	if (exp == 0)
 		return sign * ldexp(man, -24);
 	return sign * ldexp(man + 1024, exp - 25);
+}
+
+static int read_row(struct run *r, CUdeviceptr base, uint64_t row, float *out)
+{
+	uint64_t k = r->spec->k, i;
+	uint16_t *h = malloc(k * sizeof(*h));
+	int e;
+
+	if (!h)
+		return -ENOMEM;
+	e = CU(r, cuMemcpyDtoH, h, base + row * k * 2, k * sizeof(*h));
+	for (i = 0; !e && i < k; i++)
+		out[i] = (float)(r->spec->dtype == GEMM_DTYPE_BF16 ?
+					 bf16_to_double(h[i]) :
+					 fp16_to_double(h[i]));
+	free(h);
+	return e;
+}
+
+/*
+ * Trace the first mismatch to the k-tile and stage that made it: its row
+ * of A and row of B (B is stored N x K) come back to the host and the
+ * error is matched against per-k-tile partial sums.  Best effort: a
+ * failure here leaves the verdict as it is.
+ */
+static void run_diagnose(struct run *r, struct gemm_verdict *v)
+{
+	uint64_t k = r->spec->k;
+	float *a = malloc(k * sizeof(*a)), *b = malloc(k * sizeof(*b));
+	double err = v->first_got - v->first_want;
+	struct kdiag d;
+
+	if (!a || !b || !isfinite(err) ||
+	    read_row(r, r->a, (uint64_t)v->first_row, a) ||
+	    read_row(r, r->b, (uint64_t)v->first_col, b))
+		goto out;
+	/* randint sums are exact integers; otherwise allow the tolerance */
+	diagnose_element(&r->plan->tile, r->plan->stages,
+			 (unsigned int)v->first_row, (unsigned int)v->first_col,
+			 a, b, (unsigned int)k, err,
+			 r->spec->init == GEMM_INIT_RANDINT ?
+				 0.5 :
+				 v->atol + v->rtol * fabs(v->first_want),
+			 &d);
+	v->diagnosed = true;
+	v->where.tile_m = d.tile_m;
+	v->where.tile_n = d.tile_n;
+	v->where.warpgroup = d.warpgroup;
+	v->where.kind = d.kind;
+	v->where.k_tile = d.k_tile;
+	v->where.stage = d.stage;
+	v->where.other_k_tile = d.other_k_tile;
+	v->where.other_stage = d.other_stage;
+out:
+	free(a);
+	free(b);
 }
 
 /* Value and reference at the first mismatch, read back from the GPU. */
@@ -935,6 +1008,69 @@ static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
 	v->rtol = c->rtol;
 }
 
+/* ---- cuBLASLt: shared by the reference and the baseline ----------------- */
+
+/*
+ * A cuBLASLt GEMM on the run's A and B into out (D for the baseline, the
+ * fp32 reference buffer for fp32_out), with the workspace allocated on
+ * first use.
+ */
+static int run_lt_new(struct run *r, bool fp32_out, CUdeviceptr out,
+		      struct cublaslt_gemm **ret)
+{
+	struct cublaslt_gemm_desc d = {
+		.dtype = r->spec->dtype,
+		.fp32_out = fp32_out,
+		.m = r->spec->m,
+		.n = r->spec->n,
+		.k = r->spec->k,
+		.a = r->a,
+		.b = r->b,
+		.d = out,
+		.workspace_bytes = PLAN_CUBLASLT_WORKSPACE,
+	};
+	int e;
+
+	e = cublaslt_load(r->err, r->errlen);
+	if (e)
+		return e;
+	if (!r->lt_ws)
+		e = CU(r, cuMemAlloc, &r->lt_ws, PLAN_CUBLASLT_WORKSPACE);
+	if (e)
+		return e;
+	d.workspace = r->lt_ws;
+	return cublaslt_gemm_new(&d, ret, r->err, r->errlen);
+}
+
+/* After a failed cuBLASLt call: did it take the context down? */
+static int run_lt_failed(struct run *r, int e)
+{
+	CUresult res = driver.api.cuStreamQuery(r->g->stream);
+
+	if (cuda_api_is_sticky(res))
+		r->sticky = true;
+	return err_context(e, r->err, r->errlen, "cuBLASLt");
+}
+
+static int run_launch_lt(struct run *r)
+{
+	int e = cublaslt_gemm_launch(r->lt, r->g->stream, r->err, r->errlen);
+
+	return e ? run_lt_failed(r, e) : 0;
+}
+
+/* The fp32 reference from cuBLASLt's first heuristic choice. */
+static int run_reference_cublas(struct run *r)
+{
+	int e;
+
+	e = run_lt_new(r, true, r->ref, &r->lt_ref);
+	if (e)
+		return e;
+	e = cublaslt_gemm_launch(r->lt_ref, r->g->stream, r->err, r->errlen);
+	return e ? run_lt_failed(r, e) : 0;
+}
+
 static int run_verify(struct run *r, struct gemm_verdict *v)
 {
 	const struct gemm_spec *s = r->spec;
@@ -977,8 +1113,11 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 	cmp.r = r->ref;
 	cmp.stats = r->stats;
 	run_tolerance(r, &cmp, v);
-	e = run_helper(r, r->g->f_ref[s->dtype], DIV_ROUND_UP(s->m, 64),
-		       DIV_ROUND_UP(s->n, 64), &ref);
+	if (s->reference == GEMM_REFERENCE_CUBLAS)
+		e = run_reference_cublas(r);
+	else
+		e = run_helper(r, r->g->f_ref[s->dtype], DIV_ROUND_UP(s->m, 64),
+			       DIV_ROUND_UP(s->n, 64), &ref);
 	if (!e)
 		e = CU(r, cuMemcpyHtoD, r->stats, &st, sizeof(st));
 	if (!e)
@@ -992,9 +1131,12 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 		return e;
 
 	verdict_fill(r, &st, v);
-	if (st.mismatches)
-		return run_first_mismatch(r, v, st.first_index);
-	return 0;
+	if (!st.mismatches)
+		return 0;
+	e = run_first_mismatch(r, v, st.first_index);
+	if (!e)
+		run_diagnose(r, v);
+	return e;
 }
 
 /*
@@ -1160,11 +1302,11 @@ static bool run_done(const struct run *r, enum gemm_stop *ret_reason)
 }
 
 static int run_timing_fill(struct run *r, enum gemm_stop reason,
-			   struct gemm_timing *t)
+			   struct gemm_timing *t, bool raw)
 {
 	struct stats_summary s;
 
-	if (r->spec->raw_samples) {
+	if (raw) {
 		t->raw_us = calloc(MAX(r->n_samples, 1u), sizeof(*t->raw_us));
 		if (!t->raw_us)
 			return -ENOMEM;
@@ -1189,12 +1331,22 @@ static int run_timing_fill(struct run *r, enum gemm_stop reason,
 	return 0;
 }
 
-static int run_time(struct run *r, struct gemm_result *res)
+/*
+ * Time r->launch: warm up, then samples until the stopping rule.  May run
+ * more than once per run (ours, then the baseline): the events, sample
+ * array and flush buffer are allocated the first time only.
+ */
+static int run_time(struct run *r, struct gemm_timing *t,
+		    struct gemm_telemetry *tele, bool raw)
 {
 	enum gemm_stop reason = GEMM_STOP_ITERATIONS;
-	int e;
+	int e = 0;
 
-	e = run_timing_alloc(r);
+	nvml_track_free(&r->tele);
+	r->n_samples = 0;
+	r->gpu_time_us = 0;
+	if (!r->events)
+		e = run_timing_alloc(r);
 	if (!e)
 		e = run_warmup(r);
 	if (e)
@@ -1204,8 +1356,8 @@ static int run_time(struct run *r, struct gemm_result *res)
 		e = run_chunk_samples(r, run_chunk(r));
 	if (e)
 		return e;
-	nvml_track_finish(&r->tele, &res->telemetry);
-	return run_timing_fill(r, reason, &res->timing);
+	nvml_track_finish(&r->tele, tele);
+	return run_timing_fill(r, reason, t, raw);
 }
 
 /*
@@ -1232,6 +1384,93 @@ static void run_rates(const struct run *r, struct gemm_result *res)
 		res->tflops / res->telemetry.power_mean_w;
 }
 
+/* ---- the cuBLASLt baseline ---------------------------------------------- */
+
+/*
+ * Time algorithm i briefly: one launch to warm up, then
+ * BASELINE_TRIAL_LAUNCHES between the first event pair.  A launch the
+ * library refuses skips the algorithm (*ret_us = INFINITY).
+ */
+static int run_lt_trial(struct run *r, unsigned int i, double *ret_us)
+{
+	int e;
+
+	*ret_us = INFINITY;
+	cublaslt_gemm_select(r->lt, i);
+	e = run_launch_lt(r);
+	if (e)
+		return r->sticky ? e : 0;
+	e = CU(r, cuEventRecord, r->events[0], r->g->stream);
+	for (unsigned int k = 0; k < BASELINE_TRIAL_LAUNCHES && !e; k++)
+		e = run_launch_lt(r);
+	if (!e)
+		e = CU(r, cuEventRecord, r->events[1], r->g->stream);
+	if (!e)
+		e = run_sync(r, "cuBLASLt algorithm trial",
+			     BASELINE_TRIAL_LAUNCHES + 1);
+	if (!e)
+		e = run_elapsed(r, 0, ret_us);
+	if (!e)
+		*ret_us /= BASELINE_TRIAL_LAUNCHES;
+	return e;
+}
+
+/* Try each algorithm the heuristic gave; select the fastest. */
+static int run_lt_pick(struct run *r, struct gemm_baseline_result *b)
+{
+	const unsigned int n = cublaslt_gemm_algos(r->lt);
+	double best = INFINITY, us;
+	unsigned int pick = 0;
+	int e;
+
+	for (unsigned int i = 0; i < n; i++) {
+		e = run_lt_trial(r, i, &us);
+		if (e)
+			return e;
+		if (us < best) {
+			best = us;
+			pick = i;
+		}
+	}
+	if (!(best < INFINITY))
+		return err_context(-EOPNOTSUPP, r->err, r->errlen,
+				   "no cuBLASLt algorithm could be launched");
+	cublaslt_gemm_select(r->lt, pick);
+	b->heuristics_tried = n;
+	b->algo_index = (int)pick;
+	b->algo_id = cublaslt_gemm_algo_id(r->lt, pick);
+	return 0;
+}
+
+/*
+ * The baseline: cuBLASLt on the same A, B and D, timed exactly as ours
+ * was (same mode, warm-up and stopping rule), after ours.  D is
+ * overwritten, which is fine: verification is done by now.
+ */
+static int run_baseline(struct run *r, struct gemm_result *res)
+{
+	struct gemm_baseline_result *b = &res->baseline;
+	struct gemm_telemetry tele;
+	int e;
+
+	e = run_lt_new(r, false, r->d, &r->lt);
+	if (!e)
+		e = run_lt_pick(r, b);
+	if (e)
+		return e;
+	r->launch = run_launch_lt;
+	e = run_time(r, &b->timing, &tele, false);
+	r->launch = run_launch_ours;
+	if (e)
+		return e;
+	snprintf(b->library, sizeof(b->library), "cublasLt");
+	b->version = cublaslt_version();
+	b->tflops = gemm_flops(r->spec) / (b->timing.median_us * 1e-6) / 1e12;
+	b->present = true;
+	res->speedup_vs_baseline = b->timing.median_us / res->timing.median_us;
+	return 0;
+}
+
 /*
  * Frees everything a run allocated; errors are ignored.  After a sticky
  * error (or a hang, with the kernel still running) the driver calls could
@@ -1240,11 +1479,13 @@ static void run_rates(const struct run *r, struct gemm_result *res)
  */
 static void run_free(struct run *r)
 {
-	const CUdeviceptr bufs[] = { r->a,   r->b,     r->d,
-				     r->ref, r->stats, r->flush };
+	const CUdeviceptr bufs[] = { r->a,     r->b,	 r->d,	  r->ref,
+				     r->stats, r->flush, r->lt_ws };
 
 	if (r->sticky)
 		goto host;
+	cublaslt_gemm_free(r->lt);
+	cublaslt_gemm_free(r->lt_ref);
 	for (unsigned int i = 0; i < r->n_events; i++)
 		driver.api.cuEventDestroy(r->events[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(bufs); i++)
@@ -1267,9 +1508,11 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	r.g = g;
 	r.spec = spec;
 	r.plan = plan;
+	r.launch = run_launch_ours;
 	r.err = err;
 	r.errlen = errlen;
 	memset(ret, 0, sizeof(*ret));
+	ret->speedup_vs_baseline = NAN;
 	ret->verify.first_row = -1;
 	ret->verify.first_col = -1;
 	*ret_sticky = false;
@@ -1280,9 +1523,12 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	if (!e && spec->verify)
 		e = run_verify(&r, &ret->verify);
 	if (!e)
-		e = run_time(&r, ret);
+		e = run_time(&r, &ret->timing, &ret->telemetry,
+			     spec->raw_samples);
 	if (!e)
 		run_rates(&r, ret);
+	if (!e && spec->baseline == GEMM_BASELINE_CUBLAS)
+		e = run_baseline(&r, ret);
 	run_free(&r);
 	if (e) {
 		free(ret->timing.raw_us);

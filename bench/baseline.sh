@@ -1,0 +1,46 @@
+#!/bin/sh
+# gemmd's cuBLASLt baseline against torch's a @ b.t() (bench/cublas.py),
+# the same matmul timed the same way (hot, one event pair per launch, 20
+# warm-up, 100 timed).  The two are interleaved ROUNDS times so that the
+# card's drift in clocks and power hits both alike; the table shows the
+# median over rounds and whether they agree within 3 %.
+#   bench/baseline.sh BUILD_DIR [ROUNDS] [SIZES...]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+start_bench_gemmd "$(cd "${1:?usage: baseline.sh BUILD_DIR [ROUNDS] [SIZES]}" && pwd)"
+rounds=${2:-3}
+shift $(($# > 1 ? 2 : 1))
+sizes=${*:-4096x4096x4096 8192x8192x8192}
+
+: >"$bench_tmp/rows"
+for size in $sizes; do
+	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
+	for _ in $(seq "$rounds"); do
+		g=$(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"cublas\",\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100},\"verify\":{\"enabled\":false}}" |
+			python3 -c 'import json,sys; b=json.load(sys.stdin)["result"]["baseline"]; print(b["timing"]["median_us"], b["algo_id"])')
+		t=$(python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from cublas import bench
+m, n, k = (int(x) for x in sys.argv[2:5])
+print(bench(m, n, k, torch.bfloat16, warmup=20, iters=100)["median_us"])' "$here" "$m" "$n" "$k")
+		echo "$size $g $t" >>"$bench_tmp/rows"
+	done
+done
+python3 - "$bench_tmp/rows" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    size, g, algo, t = line.split()
+    rows.setdefault(size, []).append((float(g), int(algo), float(t)))
+print("%-16s %6s %12s %12s %8s %s" % ("size", "rounds", "gemmd_us", "torch_us", "diff_%", "within_3%"))
+for size, r in rows.items():
+    g = statistics.median(x[0] for x in r)
+    t = statistics.median(x[2] for x in r)
+    d = 100 * (g - t) / t
+    print("%-16s %6d %12.1f %12.1f %8.2f %s   (algo ids %s; per round %s)" % (
+        size, len(r), g, t, d, "yes" if abs(d) <= 3 else "NO",
+        sorted(set(x[1] for x in r)),
+        ", ".join("%.0f/%.0f" % (x[0], x[2]) for x in r)))
+PY

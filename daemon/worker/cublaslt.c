@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cublaslt.c - cuBLASLt through dlopen(): load, describe our tn GEMM,
+ * ask the heuristic, launch.
+ *
+ * Our layout in cuBLASLt's column-major terms.  Row-major D (m x n) is
+ * column-major D^T (n x m, ld n), and D^T = B A^T with
+ *   - the B buffer (n x k row-major) read as column-major k x n (ld k),
+ *     transposed: cuBLASLt's "A" operand, op T, so op(A) is n x k;
+ *   - the A buffer (m x k row-major) read as column-major k x m (ld k),
+ *     not transposed: cuBLASLt's "B" operand, op N, k x m;
+ * so cuBLASLt computes an (n x m) = (n x k)(k x m) product: its m is our
+ * n and its n our m.  This is the "TN" case, and what torch's a @ b.t()
+ * hands to cuBLAS for row-major tensors.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cublaslt.h"
+#include "util.h"
+
+#ifdef HAVE_CUBLASLT
+
+/* The CUDA headers are not clean under our warnings: quiet them there. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"
+#pragma GCC diagnostic ignored "-Wundef"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cublasLt.h>
+#pragma GCC diagnostic pop
+
+/* X(name): every cuBLASLt function used. */
+#define LT_FUNCS(X)                             \
+	X(cublasLtGetVersion)                   \
+	X(cublasLtGetStatusName)                \
+	X(cublasLtCreate)                       \
+	X(cublasLtDestroy)                      \
+	X(cublasLtMatmulDescCreate)             \
+	X(cublasLtMatmulDescDestroy)            \
+	X(cublasLtMatmulDescSetAttribute)       \
+	X(cublasLtMatrixLayoutCreate)           \
+	X(cublasLtMatrixLayoutDestroy)          \
+	X(cublasLtMatmulPreferenceCreate)       \
+	X(cublasLtMatmulPreferenceDestroy)      \
+	X(cublasLtMatmulPreferenceSetAttribute) \
+	X(cublasLtMatmulAlgoGetHeuristic)       \
+	X(cublasLtMatmulAlgoConfigGetAttribute) \
+	X(cublasLtMatmul)
+
+#define LT_MEMBER(name) __typeof__(name) *name;
+
+static struct {
+	bool tried;
+	int error;
+	char why[320];
+	void *dl;
+	int version;
+	struct {
+		LT_FUNCS(LT_MEMBER)
+	} f;
+} lt;
+
+#undef LT_MEMBER
+
+static int lt_bind(const char *name)
+{
+#define LT_BIND(fn)                                                          \
+	lt.f.fn = (__typeof__(lt.f.fn))dlsym(lt.dl, #fn);                    \
+	if (!lt.f.fn) {                                                      \
+		snprintf(lt.why, sizeof(lt.why), "%s has no %s", name, #fn); \
+		return -ENOSYS;                                              \
+	}
+	LT_FUNCS(LT_BIND)
+#undef LT_BIND
+	return 0;
+}
+
+/* GEMMD_CUBLASLT_LIBRARY, or the first of the usual names that loads. */
+static int lt_open(void)
+{
+	static const char *const names[] = {
+		"libcublasLt.so.13",
+		"libcublasLt.so.12",
+		"libcublasLt.so",
+	};
+	const char *env = getenv("GEMMD_CUBLASLT_LIBRARY");
+	const char *name = NULL;
+
+	if (env && *env) {
+		name = env;
+		lt.dl = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+	} else {
+		for (size_t i = 0; !lt.dl && i < ARRAY_SIZE(names); i++) {
+			name = names[i];
+			lt.dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	if (!lt.dl) {
+		snprintf(lt.why, sizeof(lt.why), "cuBLASLt not found (%s)",
+			 dlerror());
+		return -ENOENT;
+	}
+	return lt_bind(name);
+}
+
+int cublaslt_load(char *err, size_t errlen)
+{
+	if (!lt.tried) {
+		lt.tried = true;
+		lt.error = lt_open();
+		if (lt.error && lt.dl) {
+			dlclose(lt.dl);
+			lt.dl = NULL;
+		}
+		if (!lt.error)
+			lt.version = (int)lt.f.cublasLtGetVersion();
+	}
+	if (lt.error)
+		snprintf(err, errlen, "%s", lt.why);
+	return lt.error;
+}
+
+int cublaslt_version(void)
+{
+	return lt.error ? 0 : lt.version;
+}
+
+/* "cublasLtXxx: CUBLAS_STATUS_NAME"; returns the errno for it. */
+static int lt_error(cublasStatus_t s, const char *call, char *err,
+		    size_t errlen)
+{
+	const char *name = lt.f.cublasLtGetStatusName(s);
+
+	if (name)
+		snprintf(err, errlen, "%s: %s", call, name);
+	else
+		snprintf(err, errlen, "%s: cuBLAS status %d", call, (int)s);
+	switch ((int)s) {
+	case CUBLAS_STATUS_ALLOC_FAILED:
+		return -ENOMEM;
+	case CUBLAS_STATUS_NOT_SUPPORTED:
+	case CUBLAS_STATUS_ARCH_MISMATCH:
+		return -EOPNOTSUPP;
+	case CUBLAS_STATUS_INVALID_VALUE:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+#define LT_TRY(err, errlen, call, ...)                       \
+	({                                                   \
+		cublasStatus_t _s_ = lt.f.call(__VA_ARGS__); \
+		_s_ == CUBLAS_STATUS_SUCCESS ?               \
+			0 :                                  \
+			lt_error(_s_, #call, err, errlen);   \
+	})
+
+struct cublaslt_gemm {
+	cublasLtHandle_t handle;
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, ld;
+	cublasLtMatmulPreference_t pref;
+	cublasLtMatmulHeuristicResult_t algos[CUBLASLT_ALGOS_MAX];
+	unsigned int n_algos, selected;
+	CUdeviceptr a, b, d; /* cuBLASLt's A (our B), B (our A), D */
+	CUdeviceptr workspace;
+	size_t workspace_bytes;
+};
+
+static int gemm_op(struct cublaslt_gemm *g, char *err, size_t errlen)
+{
+	const int32_t trans = CUBLAS_OP_T, notrans = CUBLAS_OP_N;
+	int e;
+
+	e = LT_TRY(err, errlen, cublasLtMatmulDescCreate, &g->op,
+		   CUBLAS_COMPUTE_32F, CUDA_R_32F);
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatmulDescSetAttribute, g->op,
+			   CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatmulDescSetAttribute, g->op,
+			   CUBLASLT_MATMUL_DESC_TRANSB, &notrans,
+			   sizeof(notrans));
+	return e;
+}
+
+/* Column-major layouts; see the top of the file. */
+static int gemm_layouts(struct cublaslt_gemm *g,
+			const struct cublaslt_gemm_desc *d, char *err,
+			size_t errlen)
+{
+	const cudaDataType in = d->dtype == GEMM_DTYPE_BF16 ? CUDA_R_16BF :
+							      CUDA_R_16F;
+	const cudaDataType out = d->fp32_out ? CUDA_R_32F : in;
+	int e;
+
+	e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->la, in, d->k,
+		   d->n, (int64_t)d->k);
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->lb, in,
+			   d->k, d->m, (int64_t)d->k);
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->ld, out,
+			   d->n, d->m, (int64_t)d->n);
+	return e;
+}
+
+static int gemm_heuristic(struct cublaslt_gemm *g, char *err, size_t errlen)
+{
+	const uint64_t ws = g->workspace_bytes;
+	int n = 0, e;
+
+	e = LT_TRY(err, errlen, cublasLtMatmulPreferenceCreate, &g->pref);
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatmulPreferenceSetAttribute,
+			   g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+			   &ws, sizeof(ws));
+	if (!e)
+		e = LT_TRY(err, errlen, cublasLtMatmulAlgoGetHeuristic,
+			   g->handle, g->op, g->la, g->lb, g->ld, g->ld,
+			   g->pref, CUBLASLT_ALGOS_MAX, g->algos, &n);
+	if (e)
+		return e;
+	/* Keep those that came back usable, in the heuristic's order. */
+	for (int i = 0; i < n && i < CUBLASLT_ALGOS_MAX; i++)
+		if (g->algos[i].state == CUBLAS_STATUS_SUCCESS &&
+		    g->algos[i].workspaceSize <= ws)
+			g->algos[g->n_algos++] = g->algos[i];
+	if (!g->n_algos) {
+		snprintf(err, errlen,
+			 "cublasLtMatmulAlgoGetHeuristic: no algorithm for "
+			 "this GEMM");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+int cublaslt_gemm_new(const struct cublaslt_gemm_desc *desc,
+		      struct cublaslt_gemm **ret, char *err, size_t errlen)
+{
+	struct cublaslt_gemm *g;
+	int e;
+
+	e = cublaslt_load(err, errlen);
+	if (e)
+		return e;
+	if ((unsigned int)desc->dtype >= _GEMM_DTYPE_MAX) {
+		snprintf(err, errlen, "cuBLASLt: unknown dtype");
+		return -EINVAL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->a = desc->b;
+	g->b = desc->a;
+	g->d = desc->d;
+	g->workspace = desc->workspace;
+	g->workspace_bytes = desc->workspace_bytes;
+	e = LT_TRY(err, errlen, cublasLtCreate, &g->handle);
+	if (!e)
+		e = gemm_op(g, err, errlen);
+	if (!e)
+		e = gemm_layouts(g, desc, err, errlen);
+	if (!e)
+		e = gemm_heuristic(g, err, errlen);
+	if (e) {
+		cublaslt_gemm_free(g);
+		return e;
+	}
+	*ret = g;
+	return 0;
+}
+
+struct cublaslt_gemm *cublaslt_gemm_free(struct cublaslt_gemm *g)
+{
+	if (!g)
+		return NULL;
+	if (g->pref)
+		lt.f.cublasLtMatmulPreferenceDestroy(g->pref);
+	if (g->ld)
+		lt.f.cublasLtMatrixLayoutDestroy(g->ld);
+	if (g->lb)
+		lt.f.cublasLtMatrixLayoutDestroy(g->lb);
+	if (g->la)
+		lt.f.cublasLtMatrixLayoutDestroy(g->la);
+	if (g->op)
+		lt.f.cublasLtMatmulDescDestroy(g->op);
+	if (g->handle)
+		lt.f.cublasLtDestroy(g->handle);
+	free(g);
+	return NULL;
+}
+
+unsigned int cublaslt_gemm_algos(const struct cublaslt_gemm *g)
+{
+	return g->n_algos;
+}
+
+int cublaslt_gemm_algo_id(const struct cublaslt_gemm *g, unsigned int i)
+{
+	size_t written = 0;
+	int id = -1;
+
+	if (i >= g->n_algos ||
+	    lt.f.cublasLtMatmulAlgoConfigGetAttribute(
+		    &g->algos[i].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id),
+		    &written) != CUBLAS_STATUS_SUCCESS ||
+	    written != sizeof(id))
+		return -1;
+	return id;
+}
+
+void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i)
+{
+	if (i < g->n_algos)
+		g->selected = i;
+}
+
+/* D = 1 * op(A) op(B) + 0 * C, with C = D (never read: beta is 0). */
+int cublaslt_gemm_launch(struct cublaslt_gemm *g, CUstream stream, char *err,
+			 size_t errlen)
+{
+	const float alpha = 1.0f, beta = 0.0f;
+
+	return LT_TRY(err, errlen, cublasLtMatmul, g->handle, g->op, &alpha,
+		      (const void *)(uintptr_t)g->a, g->la,
+		      (const void *)(uintptr_t)g->b, g->lb, &beta,
+		      (const void *)(uintptr_t)g->d, g->ld,
+		      (void *)(uintptr_t)g->d, g->ld,
+		      &g->algos[g->selected].algo,
+		      (void *)(uintptr_t)g->workspace, g->workspace_bytes,
+		      (cudaStream_t)stream);
+}
+
+#else /* !HAVE_CUBLASLT */
+
+struct cublaslt_gemm {
+	int unused;
+};
+
+int cublaslt_load(char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "cuBLASLt unavailable: gemmd was built without cublasLt.h");
+	return -ENOSYS;
+}
+
+int cublaslt_version(void)
+{
+	return 0;
+}
+
+int cublaslt_gemm_new(const struct cublaslt_gemm_desc *desc,
+		      struct cublaslt_gemm **ret, char *err, size_t errlen)
+{
+	return cublaslt_load(err, errlen);
+}
+
+struct cublaslt_gemm *cublaslt_gemm_free(struct cublaslt_gemm *g)
+{
+	return NULL;
+}
+
+unsigned int cublaslt_gemm_algos(const struct cublaslt_gemm *g)
+{
+	return 0;
+}
+
+int cublaslt_gemm_algo_id(const struct cublaslt_gemm *g, unsigned int i)
+{
+	return -1;
+}
+
+void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i)
+{
+}
+
+int cublaslt_gemm_launch(struct cublaslt_gemm *g, CUstream stream, char *err,
+			 size_t errlen)
+{
+	return cublaslt_load(err, errlen);
+}
+
+#endif /* HAVE_CUBLASLT */
+
+json_t *cublaslt_to_json(void)
+{
+	char why[320];
+	bool ok = cublaslt_load(why, sizeof(why)) == 0;
+
+	return json_pack("{s:b, s:o}", "available", ok, "version",
+			 ok ? json_integer(cublaslt_version()) : json_null());
+}
