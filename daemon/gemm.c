@@ -27,6 +27,18 @@ static const char *const init_names[_GEMM_INIT_MAX] = {
 	[GEMM_INIT_RANDINT] = "randint",
 };
 
+const char *const gemm_timing_mode_names[_GEMM_TIMING_MAX] = {
+	[GEMM_TIMING_COLD] = "cold",
+	[GEMM_TIMING_HOT] = "hot",
+};
+
+const char *const gemm_stop_names[_GEMM_STOP_MAX] = {
+	[GEMM_STOP_ITERATIONS] = "iterations",
+	[GEMM_STOP_NOISE] = "noise",
+	[GEMM_STOP_MAX_TIME] = "max_time",
+	[GEMM_STOP_MAX_SAMPLES] = "max_samples",
+};
+
 const char *gemm_dtype_to_string(enum gemm_dtype d)
 {
 	return string_table_lookup(dtype_names, ARRAY_SIZE(dtype_names), d);

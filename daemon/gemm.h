@@ -203,6 +203,10 @@ struct gemm_result {
 	double speedup_vs_baseline; /* baseline median / ours; NAN if none */
 };
 
+/* Names as the API spells them, indexed by the enums. */
+extern const char *const gemm_timing_mode_names[_GEMM_TIMING_MAX];
+extern const char *const gemm_stop_names[_GEMM_STOP_MAX];
+
 const char *gemm_dtype_to_string(enum gemm_dtype d);
 int gemm_dtype_from_string(const char *s);
 unsigned int gemm_dtype_size(enum gemm_dtype d);

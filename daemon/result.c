@@ -12,18 +12,6 @@
 #include "result.h"
 #include "util.h"
 
-static const char *const mode_names[_GEMM_TIMING_MAX] = {
-	[GEMM_TIMING_COLD] = "cold",
-	[GEMM_TIMING_HOT] = "hot",
-};
-
-static const char *const stop_names[_GEMM_STOP_MAX] = {
-	[GEMM_STOP_ITERATIONS] = "iterations",
-	[GEMM_STOP_NOISE] = "noise",
-	[GEMM_STOP_MAX_TIME] = "max_time",
-	[GEMM_STOP_MAX_SAMPLES] = "max_samples",
-};
-
 /* Indexed by bit number: GEMM_THROTTLE_* is 1 << index. */
 static const char *const throttle_names[] = {
 	"gpu_idle",
@@ -97,7 +85,8 @@ static json_t *method_to_json(const struct gemm_timing *t)
 	if (t->mode == GEMM_TIMING_COLD)
 		flush = t->batch > 1 ? "each_batch" : "each_launch";
 	return json_pack("{s:s?, s:I, s:i, s:s}", "mode",
-			 string_table_lookup(mode_names, ARRAY_SIZE(mode_names),
+			 string_table_lookup(gemm_timing_mode_names,
+					     ARRAY_SIZE(gemm_timing_mode_names),
 					     t->mode),
 			 "l2_flush_bytes", (json_int_t)t->l2_flush_bytes,
 			 "batch", t->batch, "flush", flush);
@@ -126,7 +115,8 @@ static json_t *timing_to_json(const struct gemm_timing *t)
 		      "p99_us", json_finite(t->p99_us), "noise",
 		      json_finite(t->noise), "gpu_time_ms",
 		      json_finite(t->gpu_time_ms), "stop_reason",
-		      string_table_lookup(stop_names, ARRAY_SIZE(stop_names),
+		      string_table_lookup(gemm_stop_names,
+					  ARRAY_SIZE(gemm_stop_names),
 					  t->stop_reason),
 		      "method", method_to_json(t));
 	if (j && t->raw_us)
@@ -266,10 +256,11 @@ static int timing_from_json(json_t *j, struct gemm_timing *t)
 	t->p99_us = real_at(j, "p99_us");
 	t->noise = real_at(j, "noise");
 	t->gpu_time_ms = real_at(j, "gpu_time_ms");
-	t->stop_reason = name_at(j, "stop_reason", stop_names,
-				 ARRAY_SIZE(stop_names), GEMM_STOP_ITERATIONS);
-	t->mode = name_at(method, "mode", mode_names, ARRAY_SIZE(mode_names),
-			  GEMM_TIMING_COLD);
+	t->stop_reason = name_at(j, "stop_reason", gemm_stop_names,
+				 ARRAY_SIZE(gemm_stop_names),
+				 GEMM_STOP_ITERATIONS);
+	t->mode = name_at(method, "mode", gemm_timing_mode_names,
+			  ARRAY_SIZE(gemm_timing_mode_names), GEMM_TIMING_COLD);
 	t->l2_flush_bytes = (uint64_t)json_integer_value(
 		json_object_get(method, "l2_flush_bytes"));
 	t->batch = (unsigned int)json_integer_value(

@@ -16,11 +16,6 @@
 #define SPEC_TIME_MS_MAX 10000
 #define SPEC_COOLDOWN_MS_MAX 5000
 
-static const char *const timing_mode_names[_GEMM_TIMING_MAX] = {
-	[GEMM_TIMING_COLD] = "cold",
-	[GEMM_TIMING_HOT] = "hot",
-};
-
 /* GEMM_BASELINE_NONE is JSON null, not a name. */
 static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
 	[GEMM_BASELINE_CUBLAS] = "cublas",
@@ -310,8 +305,8 @@ static int parse_iterations(json_t *v, const char *path, struct gemm_spec *spec,
 
 static int timing_mode_from_string(const char *s)
 {
-	return string_table_find(timing_mode_names,
-				 ARRAY_SIZE(timing_mode_names), s);
+	return string_table_find(gemm_timing_mode_names,
+				 ARRAY_SIZE(gemm_timing_mode_names), s);
 }
 
 static int parse_mode(json_t *v, const char *path, struct gemm_spec *spec,
@@ -632,8 +627,8 @@ static json_t *timing_to_json(const struct gemm_spec *spec)
 		(json_int_t)spec->warmup, "iterations",
 		spec->iterations ? json_integer(spec->iterations) : json_null(),
 		"mode",
-		string_table_lookup(timing_mode_names,
-				    ARRAY_SIZE(timing_mode_names),
+		string_table_lookup(gemm_timing_mode_names,
+				    ARRAY_SIZE(gemm_timing_mode_names),
 				    spec->timing_mode),
 		"min_samples", (json_int_t)spec->min_samples, "min_time_ms",
 		(json_int_t)spec->min_time_ms, "max_time_ms",
