@@ -3,20 +3,11 @@
 # through a real gemmd.  Run on a GPU machine from a build directory:
 #   bench/modes.sh BUILD_DIR [SIZES...]   (default: 256^3 1024^3 4096^3 8192^3)
 set -eu
-build=$(cd "${1:?usage: modes.sh BUILD_DIR [MxNxK...]}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+start_bench_gemmd "$(cd "${1:?usage: modes.sh BUILD_DIR [MxNxK...]}" && pwd)"
 shift
 sizes=${*:-256x256x256 1024x1024x1024 4096x4096x4096 8192x8192x8192}
-tmp=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-
-"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/state" >"$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-	url=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/log")
-	[ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && break
-	sleep 0.2
-done
-sleep 3
 
 printf '%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s\n' size mode median_us TFLOP/s samples batch stop noise% peak% power_W sm_MHz thr
 for size in $sizes; do

@@ -4,23 +4,13 @@
 #   bench/perf.sh BUILD_DIR [SIZES...]      (default: 4096x4096x4096 8192x8192x8192)
 # Prints a table last: one row per (size, kernel, stages) plus cuBLAS.
 set -eu
-build=$(cd "${1:?usage: perf.sh BUILD_DIR [MxNxK...]}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+start_bench_gemmd "$(cd "${1:?usage: perf.sh BUILD_DIR [MxNxK...]}" && pwd)"
 shift
-src=$(cd "$(dirname "$0")/.." && pwd)
 sizes=${*:-4096x4096x4096 8192x8192x8192}
 dtype=${DTYPE:-bf16}
-tmp=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-
-"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/state" >"$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-	url=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/log")
-	[ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && break
-	sleep 0.2
-done
 curl -sf "$url/v1/devices" | python3 -c 'import json,sys; d=json.load(sys.stdin)["devices"]; print("device:", d[0]["name"] if d else "none")'
-sleep 3 # let the workers come up
 
 kernels=$(curl -sf "$url/v1/kernels" | python3 -c "
 import json,sys
@@ -28,7 +18,7 @@ for k in json.load(sys.stdin)['kernels']:
     if k['dtype'] == '$dtype':
         print('%dx%dx%d:%d' % (*k['tile'], k['max_stages']))")
 
-rows="$tmp/rows"
+rows="$bench_tmp/rows"
 : >"$rows"
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
@@ -47,7 +37,7 @@ print('%-16s %-12s %-6s %7s %10.1f %8.1f  %s' % ('$size', '$tile', '$s', j['stat
 		done
 	done
 	sleep 1
-	python3 "$src/bench/cublas.py" "$dtype" "$size" | python3 -c "
+	python3 "$here/cublas.py" "$dtype" "$size" | python3 -c "
 import json,sys
 r=json.loads(sys.stdin.readline())
 print('%-16s %-12s %-6s %7s %10.1f %8.1f  %s' % ('$size', 'cuBLAS', '-', 'torch', r['median_us'], r['tflops'], '-'))" >>"$rows"
