@@ -149,6 +149,24 @@ static const char *dims(const json_t *arr, char *buf, size_t len)
 	return buf;
 }
 
+/* ["bf16", "fp32"] as "bf16,fp32"; "-" when empty or not strings. */
+static const char *names(const json_t *arr, char *buf, size_t len)
+{
+	size_t i, used = 0;
+
+	if (!json_is_array(arr) || !json_array_size(arr))
+		return "-";
+	for (i = 0; i < json_array_size(arr) && used < len; i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+
+		if (!s)
+			return "-";
+		used += snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+				 s);
+	}
+	return buf;
+}
+
 /* Integer member as text, "-" when absent. */
 static const char *int_text(const json_t *obj, const char *key, char *buf,
 			    size_t len)
@@ -555,7 +573,8 @@ static void kernel_row(struct table *t, size_t row, const json_t *k)
 
 	table_set(t, row, 0, "%s", jstr(k, "name") ?: "-");
 	table_set(t, row, 1, "%s", jstr(k, "dtype") ?: "-");
-	table_set(t, row, 2, "%s", jstr(k, "out") ?: "-");
+	table_set(t, row, 2, "%s",
+		  names(json_object_get(k, "outs"), buf, sizeof(buf)));
 	table_set(t, row, 3, "%s",
 		  dims(json_object_get(k, "tile"), buf, sizeof(buf)));
 	if (jint(k, "min_stages", &lo) && jint(k, "max_stages", &hi))
@@ -564,8 +583,9 @@ static void kernel_row(struct table *t, size_t row, const json_t *k)
 			  hi);
 	else
 		table_set(t, row, 4, "-");
+	/* the largest cluster the kernel takes, in CTAs */
 	table_set(t, row, 5, "%s",
-		  dims(json_object_get(k, "cluster"), buf, sizeof(buf)));
+		  int_text(k, "cluster_max", buf, sizeof(buf)));
 	table_set(t, row, 6, "%s", int_text(k, "threads", buf, sizeof(buf)));
 	table_set(t, row, 7, "%s", int_text(k, "smem_stage", buf, sizeof(buf)));
 	table_set(t, row, 8, "%s", jstr(k, "cubin") ?: "-");

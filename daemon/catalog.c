@@ -22,6 +22,7 @@
 struct catalog {
 	struct kernel_info *kernels;
 	size_t n, alloc;
+	size_t bad_notes; /* notes that did not parse, for callers to report */
 };
 
 struct catalog *catalog_new(void)
@@ -41,6 +42,11 @@ struct catalog *catalog_free(struct catalog *c)
 size_t catalog_size(const struct catalog *c)
 {
 	return c ? c->n : 0;
+}
+
+size_t catalog_bad_notes(const struct catalog *c)
+{
+	return c ? c->bad_notes : 0;
 }
 
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i)
@@ -80,14 +86,71 @@ int catalog_add(struct catalog *c, const struct kernel_info *k)
 	return 0;
 }
 
-static int parse_pair(const char *v, unsigned int *x, unsigned int *y)
+/* Note v2: "cluster=8" (x * y CTAs); v1 spelt the shape, "cluster=1x1". */
+static int parse_cluster(const char *v, unsigned int *ret)
 {
+	unsigned int x = 0, y = 0;
 	int used = 0;
 
-	if (sscanf(v, "%5ux%5u%n", x, y, &used) != 2 ||
-	    (size_t)used != strlen(v))
+	if (!strchr(v, 'x'))
+		return parse_uint(v, SPEC_CLUSTER_MAX, ret);
+	if (sscanf(v, "%5ux%5u%n", &x, &y, &used) != 2 ||
+	    (size_t)used != strlen(v) || !x || !y ||
+	    (uint64_t)x * y > SPEC_CLUSTER_MAX)
 		return -EINVAL;
+	*ret = x * y;
 	return 0;
+}
+
+/* "direct,tma" -> a KERNEL_BIT mask; an unknown name spoils the note. */
+static int parse_list(const char *v, int (*from_string)(const char *),
+		      unsigned int *ret)
+{
+	char buf[64], *save = NULL, *tok;
+	unsigned int mask = 0;
+
+	if (strlen(v) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, v);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int r = from_string(tok);
+
+		if (r < 0)
+			return r;
+		mask |= KERNEL_BIT(r);
+	}
+	if (!mask)
+		return -EINVAL;
+	*ret = mask;
+	return 0;
+}
+
+static int parse_flag(const char *v, bool *ret)
+{
+	unsigned int x = 0;
+	int r = parse_uint(v, 1, &x);
+
+	if (r < 0)
+		return r;
+	*ret = x;
+	return 0;
+}
+
+/* "sm_90a", "sm_80": kept as a string, checked for its shape only. */
+static int parse_arch(const char *v, char *buf, size_t len)
+{
+	if (strncmp(v, "sm_", 3) != 0 || !v[3] || strlen(v) >= len ||
+	    strspn(v + 3, "0123456789abcdefghijklmnopqrstuvwxyz") !=
+		    strlen(v + 3))
+		return -EINVAL;
+	strcpy(buf, v);
+	return 0;
+}
+
+bool kernel_is_sm80(const struct kernel_info *k)
+{
+	return strcmp(k->arch, "sm_80") == 0;
 }
 
 static int set_enum(const char *v, int (*from_string)(const char *), int *ret)
@@ -117,8 +180,7 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 		r = set_enum(v, gemm_dtype_from_string, &e);
 		k->dtype = e;
 	} else if (strcmp(key, "out") == 0) {
-		r = set_enum(v, gemm_dtype_from_string, &e);
-		k->out = e;
+		r = parse_list(v, gemm_dtype_from_string, &k->outs);
 	} else if (strcmp(key, "layout") == 0) {
 		r = set_enum(v, gemm_layout_from_string, &e);
 		k->layout = e;
@@ -135,15 +197,28 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 	} else if (strcmp(key, "max_stages") == 0) {
 		r = parse_uint(v, UINT_MAX, &k->max_stages);
 	} else if (strcmp(key, "cluster") == 0) {
-		r = parse_pair(v, &k->cluster_x, &k->cluster_y);
+		r = parse_cluster(v, &k->cluster_max);
+	} else if (strcmp(key, "persistent") == 0) {
+		r = parse_flag(v, &k->persistent);
+	} else if (strcmp(key, "epilogue") == 0) {
+		r = parse_list(v, gemm_epilogue_from_string, &k->epilogues);
+	} else if (strcmp(key, "smem_epilogue") == 0) {
+		r = parse_uint(v, UINT_MAX, &k->smem_epilogue);
+	} else if (strcmp(key, "arch") == 0) {
+		r = parse_arch(v, k->arch, sizeof(k->arch));
 	}
 	return r;
 }
 
+/*
+ * A v1 note (the first ws kernels) lacks the newer keys; its defaults say
+ * what those kernels are: no clusters, not persistent, the direct
+ * epilogue, D of the input type, SM90.
+ */
 int kernel_info_parse(const char *note, const char *cubin,
 		      struct kernel_info *ret)
 {
-	struct kernel_info k = { .out = _GEMM_DTYPE_MAX };
+	struct kernel_info k = { .cluster_max = 1, .arch = "sm_90a" };
 	char buf[512], *save = NULL, *tok;
 	bool has_schedule = false;
 
@@ -151,7 +226,7 @@ int kernel_info_parse(const char *note, const char *cubin,
 		return -ENAMETOOLONG;
 	strcpy(buf, note);
 	strcpy(k.cubin, cubin);
-	k.cluster_x = k.cluster_y = 1;
+	k.epilogues = KERNEL_BIT(GEMM_EPILOGUE_DIRECT);
 
 	for (tok = strtok_r(buf, " \t\n", &save); tok;
 	     tok = strtok_r(NULL, " \t\n", &save)) {
@@ -167,10 +242,11 @@ int kernel_info_parse(const char *note, const char *cubin,
 		has_schedule |= strcmp(tok, "schedule") == 0;
 	}
 	if (!k.name[0] || !has_schedule || !k.tile.m || !k.threads ||
-	    !k.smem_stage || k.min_stages < 1 || k.max_stages < k.min_stages)
+	    !k.smem_stage || k.min_stages < 1 || k.max_stages < k.min_stages ||
+	    !k.cluster_max || k.dtype == GEMM_DTYPE_FP32)
 		return -EINVAL;
-	if (k.out == _GEMM_DTYPE_MAX)
-		k.out = k.dtype;
+	if (!k.outs)
+		k.outs = KERNEL_BIT(k.dtype);
 	*ret = k;
 	return 0;
 }
@@ -324,6 +400,7 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 		    !elf_has_function(e, symtab, k.name)) {
 			log_debug("%s: ignoring malformed note %s", cubin,
 				  name);
+			c->bad_notes++;
 			continue;
 		}
 		if (catalog_add(c, &k) == 0)
@@ -404,20 +481,45 @@ int catalog_load(const char *dir, struct catalog **ret)
 	return 0;
 }
 
+/* The names of a KERNEL_BIT mask, in enum order. */
+static json_t *mask_to_json(unsigned int mask, const char *(*name)(int), int n)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a && i < n; i++)
+		if (mask & KERNEL_BIT(i))
+			json_array_append_new(a, json_string(name(i)));
+	return a;
+}
+
+static const char *dtype_name(int i)
+{
+	return gemm_dtype_to_string(i);
+}
+
+static const char *epilogue_name(int i)
+{
+	return gemm_epilogue_to_string(i);
+}
+
 json_t *kernel_info_to_json(const struct kernel_info *k)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[i,i,i], s:i,"
-			 " s:i, s:i, s:i, s:i, s:[i,i]}",
-			 "name", k->name, "cubin", k->cubin, "schedule",
-			 gemm_schedule_to_string(k->schedule), "dtype",
-			 gemm_dtype_to_string(k->dtype), "out",
-			 gemm_dtype_to_string(k->out), "layout",
-			 gemm_layout_to_string(k->layout), "tile", k->tile.m,
-			 k->tile.n, k->tile.k, "threads", k->threads,
-			 "smem_fixed", k->smem_fixed, "smem_stage",
-			 k->smem_stage, "min_stages", k->min_stages,
-			 "max_stages", k->max_stages, "cluster", k->cluster_x,
-			 k->cluster_y);
+	return json_pack(
+		"{s:s, s:s, s:s, s:s, s:o, s:s, s:[i,i,i], s:i, s:i, s:i,"
+		" s:i, s:i, s:i, s:i, s:b, s:o, s:s}",
+		"name", k->name, "cubin", k->cubin, "schedule",
+		gemm_schedule_to_string(k->schedule), "dtype",
+		gemm_dtype_to_string(k->dtype), "outs",
+		mask_to_json(k->outs, dtype_name, _GEMM_DTYPE_MAX), "layout",
+		gemm_layout_to_string(k->layout), "tile", k->tile.m, k->tile.n,
+		k->tile.k, "threads", k->threads, "smem_fixed", k->smem_fixed,
+		"smem_stage", k->smem_stage, "smem_epilogue", k->smem_epilogue,
+		"min_stages", k->min_stages, "max_stages", k->max_stages,
+		"cluster_max", k->cluster_max, "persistent", k->persistent,
+		"epilogues",
+		mask_to_json(k->epilogues, epilogue_name, _GEMM_EPILOGUE_MAX),
+		"arch", k->arch);
 }
 
 json_t *catalog_to_json(const struct catalog *c)

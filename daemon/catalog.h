@@ -4,9 +4,10 @@
  *
  * Every GEMM entry point in a cubin carries a note: a device string
  * "gemmd_meta_<entry>" of key=value pairs (schedule, dtype, layout, tile,
- * threads, shared memory per stage, stage limits, cluster limits).  The
- * catalog reads those notes from the ELF symbol table, so it needs no GPU
- * and no CUDA library.
+ * threads, shared memory, stage and cluster limits, epilogues, output
+ * types; kernels/common.cuh lists the keys).  The catalog reads those
+ * notes from the ELF symbol table, so it needs no GPU and no CUDA library.
+ * The kernels may sit one per cubin or many to one.
  */
 #pragma once
 
@@ -15,20 +16,30 @@
 
 #include "gemm.h"
 
+/* Bit i of a mask stands for enum value i. */
+#define KERNEL_BIT(i) (1u << (i))
+
 struct kernel_info {
 	char name[96];
 	char cubin[64];
 	enum gemm_schedule schedule;
-	enum gemm_dtype dtype;
-	enum gemm_dtype out;
+	enum gemm_dtype dtype; /* of A and B */
+	unsigned int outs; /* output types offered: KERNEL_BIT(gemm_dtype) */
 	enum gemm_layout layout;
 	struct gemm_tile tile;
 	unsigned int threads;
 	unsigned int smem_fixed; /* bytes besides the stage ring */
 	unsigned int smem_stage; /* bytes per pipeline stage */
+	unsigned int smem_epilogue; /* bytes the tma epilogue adds */
 	unsigned int min_stages, max_stages;
-	unsigned int cluster_x, cluster_y; /* largest cluster accepted */
+	unsigned int cluster_max; /* largest cluster accepted, x * y CTAs */
+	bool persistent; /* grid sized by occupancy, not by the tiles */
+	unsigned int epilogues; /* KERNEL_BIT(gemm_epilogue) */
+	char arch[16]; /* oldest it runs on: "sm_90a", "sm_80" */
 };
+
+/* The sm_80 kernels read A and B with cp.async, not TMA. */
+bool kernel_is_sm80(const struct kernel_info *k);
 
 struct catalog;
 
@@ -37,6 +48,8 @@ int catalog_load(const char *dir, struct catalog **ret);
 struct catalog *catalog_free(struct catalog *c);
 
 size_t catalog_size(const struct catalog *c);
+/* Notes read so far that did not parse: a build that went wrong. */
+size_t catalog_bad_notes(const struct catalog *c);
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i);
 const struct kernel_info *catalog_find(const struct catalog *c,
 				       const char *name);

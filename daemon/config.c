@@ -31,7 +31,7 @@ static bool build_tree_paths(struct config *c)
 	if (!slash)
 		return false;
 	*slash = '\0';
-	snprintf(probe, sizeof(probe), "%s/../kernels/gemm_ws.cubin", exe);
+	snprintf(probe, sizeof(probe), "%s/../kernels/reference.cubin", exe);
 	if (stat(probe, &st) < 0)
 		return false;
 	snprintf(probe, sizeof(probe), "%s/gemmd-worker", exe);

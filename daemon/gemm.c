@@ -6,19 +6,40 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "spec.h"
 #include "util.h"
 
 static const char *const dtype_names[_GEMM_DTYPE_MAX] = {
 	[GEMM_DTYPE_BF16] = "bf16",
 	[GEMM_DTYPE_FP16] = "fp16",
+	[GEMM_DTYPE_FP32] = "fp32",
 };
 
 static const char *const layout_names[_GEMM_LAYOUT_MAX] = {
 	[GEMM_LAYOUT_TN] = "tn",
+	[GEMM_LAYOUT_NT] = "nt",
+	[GEMM_LAYOUT_NN] = "nn",
+	[GEMM_LAYOUT_TT] = "tt",
 };
 
 static const char *const schedule_names[_GEMM_SCHEDULE_MAX] = {
 	[GEMM_SCHEDULE_WS] = "ws",
+	[GEMM_SCHEDULE_COOPERATIVE] = "cooperative",
+	[GEMM_SCHEDULE_PINGPONG] = "pingpong",
+	[GEMM_SCHEDULE_INTERLEAVED] = "interleaved",
+	[GEMM_SCHEDULE_MULTISTAGE] = "multistage",
+	[GEMM_SCHEDULE_PIPELINED] = "pipelined",
+};
+
+static const char *const raster_names[_GEMM_RASTER_MAX] = {
+	[GEMM_RASTER_AUTO] = "auto",
+	[GEMM_RASTER_ALONG_M] = "along_m",
+	[GEMM_RASTER_ALONG_N] = "along_n",
+};
+
+static const char *const epilogue_names[_GEMM_EPILOGUE_MAX] = {
+	[GEMM_EPILOGUE_DIRECT] = "direct",
+	[GEMM_EPILOGUE_TMA] = "tma",
 };
 
 static const char *const init_names[_GEMM_INIT_MAX] = {
@@ -55,6 +76,8 @@ unsigned int gemm_dtype_size(enum gemm_dtype d)
 	case GEMM_DTYPE_BF16:
 	case GEMM_DTYPE_FP16:
 		return 2;
+	case GEMM_DTYPE_FP32:
+		return 4;
 	case _GEMM_DTYPE_MAX:
 		break;
 	}
@@ -80,6 +103,27 @@ const char *gemm_schedule_to_string(enum gemm_schedule s)
 int gemm_schedule_from_string(const char *s)
 {
 	return string_table_find(schedule_names, ARRAY_SIZE(schedule_names), s);
+}
+
+const char *gemm_raster_to_string(enum gemm_raster r)
+{
+	return string_table_lookup(raster_names, ARRAY_SIZE(raster_names), r);
+}
+
+int gemm_raster_from_string(const char *s)
+{
+	return string_table_find(raster_names, ARRAY_SIZE(raster_names), s);
+}
+
+const char *gemm_epilogue_to_string(enum gemm_epilogue e)
+{
+	return string_table_lookup(epilogue_names, ARRAY_SIZE(epilogue_names),
+				   e);
+}
+
+int gemm_epilogue_from_string(const char *s)
+{
+	return string_table_find(epilogue_names, ARRAY_SIZE(epilogue_names), s);
 }
 
 const char *gemm_init_to_string(enum gemm_init i)

@@ -11,20 +11,48 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Element types; fp32 only as an output (out_dtype). */
 enum gemm_dtype {
 	GEMM_DTYPE_BF16,
 	GEMM_DTYPE_FP16,
+	GEMM_DTYPE_FP32,
 	_GEMM_DTYPE_MAX,
 };
 
+/*
+ * Operand layouts in BLAS terms (first letter A, second B, column-major
+ * storage): "t" A / "n" B is K-major, "n" A is M-major, "t" B N-major.
+ */
 enum gemm_layout {
 	GEMM_LAYOUT_TN, /* A row-major MxK, B column-major KxN: both K-major */
+	GEMM_LAYOUT_NT, /* A column-major MxK, B row-major KxN */
+	GEMM_LAYOUT_NN, /* A column-major MxK, B column-major KxN */
+	GEMM_LAYOUT_TT, /* A row-major MxK, B row-major KxN */
 	_GEMM_LAYOUT_MAX,
 };
 
 enum gemm_schedule {
-	GEMM_SCHEDULE_WS,
+	GEMM_SCHEDULE_WS, /* warp-specialized, one tile per CTA */
+	GEMM_SCHEDULE_COOPERATIVE, /* persistent, 2 consumer WGs per tile */
+	GEMM_SCHEDULE_PINGPONG, /* persistent, consumer WGs alternate tiles */
+	GEMM_SCHEDULE_INTERLEAVED, /* no specialization: load between MMAs */
+	GEMM_SCHEDULE_MULTISTAGE, /* cp.async ring + mma.sync (sm_80) */
+	GEMM_SCHEDULE_PIPELINED, /* register double buffer (sm_80) */
 	_GEMM_SCHEDULE_MAX,
+};
+
+/* Work order of the tiles (kernels/sched.cuh); AUTO: the plan picks. */
+enum gemm_raster {
+	GEMM_RASTER_AUTO,
+	GEMM_RASTER_ALONG_M,
+	GEMM_RASTER_ALONG_N,
+	_GEMM_RASTER_MAX,
+};
+
+enum gemm_epilogue {
+	GEMM_EPILOGUE_DIRECT, /* stores from registers */
+	GEMM_EPILOGUE_TMA, /* staged in smem, TMA stores */
+	_GEMM_EPILOGUE_MAX,
 };
 
 enum gemm_init {
@@ -92,12 +120,17 @@ struct gemm_tile {
 /* A validated job, with every default filled in. */
 struct gemm_spec {
 	uint64_t m, n, k;
-	enum gemm_dtype dtype;
+	enum gemm_dtype dtype; /* of A and B: bf16 or fp16 */
+	enum gemm_dtype out; /* of C and D; default: dtype */
 	enum gemm_layout layout;
 	enum gemm_schedule schedule;
 	struct gemm_tile tile; /* all zero: pick one */
 	unsigned int stages; /* 0: the most that fit */
 	unsigned int cluster_x, cluster_y;
+	enum gemm_raster raster;
+	unsigned int swizzle; /* 0: the plan picks; else 1, 2, 4, 8 */
+	enum gemm_epilogue epilogue;
+	double alpha, beta; /* D = alpha * A * B + beta * C */
 	unsigned int warmup;
 	unsigned int iterations; /* 0: the stopping rule below decides */
 	enum gemm_timing_mode timing_mode;
@@ -126,6 +159,16 @@ struct gemm_plan {
 	unsigned int smem_bytes;
 	unsigned int stages;
 	struct gemm_tile tile;
+	enum gemm_raster raster; /* never AUTO */
+	unsigned int swizzle;
+	enum gemm_epilogue epilogue;
+	/*
+	 * A persistent kernel: the worker cuts grid[0] down to the clusters
+	 * that fit at once (cuOccupancyMaxActiveClusters).  grid[0] is
+	 * cluster[0] * units, the work units (clusters of tiles) in all.
+	 */
+	bool persistent;
+	uint64_t units;
 };
 
 /* Per-launch times; a sample is one batch of launches, divided by it. */
@@ -190,7 +233,17 @@ struct gemm_baseline_result {
 	double tflops; /* at its median time */
 };
 
+/*
+ * The launch that ran: the plan's grid, with grid[0] cut to the clusters
+ * that fit at once for a persistent kernel.  All zero: not known.
+ */
+struct gemm_launch {
+	unsigned int grid[3];
+	uint64_t ctas; /* grid[0] * grid[1] * grid[2] */
+};
+
 struct gemm_result {
+	struct gemm_launch launch;
 	struct gemm_timing timing;
 	double tflops; /* at the median time */
 	double peak_tflops; /* dense peak of the GPU for the dtype, or NAN */
@@ -214,6 +267,10 @@ const char *gemm_layout_to_string(enum gemm_layout l);
 int gemm_layout_from_string(const char *s);
 const char *gemm_schedule_to_string(enum gemm_schedule s);
 int gemm_schedule_from_string(const char *s);
+const char *gemm_raster_to_string(enum gemm_raster r);
+int gemm_raster_from_string(const char *s);
+const char *gemm_epilogue_to_string(enum gemm_epilogue e);
+int gemm_epilogue_from_string(const char *s);
 const char *gemm_init_to_string(enum gemm_init i);
 int gemm_init_from_string(const char *s);
 double gemm_flops(const struct gemm_spec *spec);

@@ -2,17 +2,23 @@
 /*
  * plan.c - resolve a spec to a kernel and a launch.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plan.h"
 #include "spec.h"
 
-/* TMA needs 16-byte aligned row strides for the K-major operands. */
-#define TMA_STRIDE_ALIGN 16u
-/* A grid dimension's limit for y (x allows 2^31-1). */
-#define GRID_Y_MAX 65535u
+/* TMA and 16-byte cp.async both need 16-byte aligned row pitches. */
+#define ROW_ALIGN 16u
+/* A grid's x dimension holds at most 2^31 - 1 blocks. */
+#define GRID_X_MAX 0x7fffffffull
+/* SMs assumed when the device is not known: an H100 SXM. */
+#define SM_COUNT_DEFAULT 132
+/* The swizzle the plan picks when the job leaves it open. */
+#define SWIZZLE_AUTO 8u
 
+/* The catalog's own terms: schedule, dtype, layout and, if asked, tile. */
 static bool kernel_matches(const struct kernel_info *k,
 			   const struct gemm_spec *spec)
 {
@@ -24,6 +30,29 @@ static bool kernel_matches(const struct kernel_info *k,
 	     k->tile.k != spec->tile.k))
 		return false;
 	return true;
+}
+
+static bool kernel_has_out(const struct kernel_info *k,
+			   const struct gemm_spec *spec)
+{
+	return k->outs & KERNEL_BIT(spec->out);
+}
+
+static bool kernel_has_epilogue(const struct kernel_info *k,
+				const struct gemm_spec *spec)
+{
+	return k->epilogues & KERNEL_BIT(spec->epilogue);
+}
+
+/*
+ * What the kernel must also offer: the output type, the epilogue and the
+ * cluster size, so that a tile picked for the job can run it.
+ */
+static bool kernel_offers(const struct kernel_info *k,
+			  const struct gemm_spec *spec)
+{
+	return kernel_has_out(k, spec) && kernel_has_epilogue(k, spec) &&
+	       spec->cluster_x * spec->cluster_y <= k->cluster_max;
 }
 
 static uint64_t tiles_of(const struct kernel_info *k,
@@ -49,7 +78,7 @@ static const struct kernel_info *pick_kernel(const struct catalog *cat,
 		uint64_t area, best_area;
 		bool fills, best_fills;
 
-		if (!kernel_matches(k, spec))
+		if (!kernel_matches(k, spec) || !kernel_offers(k, spec))
 			continue;
 		if (!best) {
 			best = k;
@@ -70,78 +99,284 @@ static const struct kernel_info *pick_kernel(const struct catalog *cat,
 	return best;
 }
 
-static int no_kernel(const struct gemm_spec *spec, struct gemmd_error *err)
+/* "ws kernel for bf16, layout tn[, tile 128x256x64]", for messages. */
+static const char *describe(const struct gemm_spec *spec, char *buf, size_t len)
 {
-	char tile[32];
+	char tile[32] = "";
 
 	if (spec->tile.m)
+		tile_format(&spec->tile, tile, sizeof(tile));
+	snprintf(buf, len, "%s kernel for %s, layout %s%s%s",
+		 gemm_schedule_to_string(spec->schedule),
+		 gemm_dtype_to_string(spec->dtype),
+		 gemm_layout_to_string(spec->layout),
+		 spec->tile.m ? ", tile " : "", tile);
+	return buf;
+}
+
+/*
+ * Why pick_kernel() found nothing: the first term that no kernel meets,
+ * in the order kernel, output type, epilogue, cluster.  For the cluster,
+ * the kernel that takes the largest one is named with its limit.
+ */
+static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
+		     struct gemmd_error *err)
+{
+	const struct kernel_info *widest = NULL;
+	bool any = false, out = false;
+	char what[96];
+	size_t i;
+
+	for (i = 0; i < catalog_size(cat); i++) {
+		const struct kernel_info *k = catalog_get(cat, i);
+
+		if (!kernel_matches(k, spec))
+			continue;
+		any = true;
+		if (!kernel_has_out(k, spec))
+			continue;
+		out = true;
+		if (kernel_has_epilogue(k, spec) &&
+		    (!widest || k->cluster_max > widest->cluster_max))
+			widest = k;
+	}
+	describe(spec, what, sizeof(what));
+	if (!any)
+		return gemmd_error_set(err, 422, "unsupported",
+				       spec->tile.m ? "kernel.tile" :
+						      "kernel.schedule",
+				       "no %s", what);
+	if (!out)
+		return gemmd_error_set(err, 422, "unsupported", "out_dtype",
+				       "no %s writes %s output", what,
+				       gemm_dtype_to_string(spec->out));
+	if (!widest)
 		return gemmd_error_set(
-			err, 422, "unsupported", "kernel.tile",
-			"no %s kernel for dtype %s, layout %s with tile %s",
-			gemm_schedule_to_string(spec->schedule),
-			gemm_dtype_to_string(spec->dtype),
-			gemm_layout_to_string(spec->layout),
-			tile_format(&spec->tile, tile, sizeof(tile)));
-	return gemmd_error_set(err, 422, "unsupported", "kernel.schedule",
-			       "no %s kernel for dtype %s, layout %s",
-			       gemm_schedule_to_string(spec->schedule),
-			       gemm_dtype_to_string(spec->dtype),
-			       gemm_layout_to_string(spec->layout));
+			err, 422, "unsupported", "kernel.epilogue",
+			"no %s has the %s epilogue with %s output", what,
+			gemm_epilogue_to_string(spec->epilogue),
+			gemm_dtype_to_string(spec->out));
+	return gemmd_error_set(err, 422, "unsupported", "kernel.cluster",
+			       "cluster %ux%u is %u CTAs: %s accepts "
+			       "clusters of at most %u",
+			       spec->cluster_x, spec->cluster_y,
+			       spec->cluster_x * spec->cluster_y, widest->name,
+			       widest->cluster_max);
+}
+
+/* Shared memory the epilogue adds after the stage ring. */
+static unsigned int epilogue_bytes(const struct kernel_info *k,
+				   const struct gemm_spec *spec)
+{
+	return spec->epilogue == GEMM_EPILOGUE_TMA ? k->smem_epilogue : 0;
 }
 
 static unsigned int stages_that_fit(const struct kernel_info *k,
-				    unsigned int smem_limit)
+				    unsigned int extra, unsigned int smem_limit)
 {
-	unsigned int n;
+	uint64_t fixed = (uint64_t)k->smem_fixed + extra;
+	uint64_t n;
 
-	if (smem_limit <= k->smem_fixed)
+	if (smem_limit <= fixed)
 		return 0;
-	n = (smem_limit - k->smem_fixed) / k->smem_stage;
-	return MIN(n, k->max_stages);
+	n = (smem_limit - fixed) / k->smem_stage;
+	return (unsigned int)MIN(n, (uint64_t)k->max_stages);
 }
 
-static int check_stages(const struct kernel_info *k, unsigned int stages,
-			unsigned int smem_limit, struct gemmd_error *err)
+/*
+ * Stages the job asked for, or by default the most that fit beside the
+ * epilogue's bytes.  A kernel that does not fit even with its fewest
+ * stages is refused on the epilogue when that is what tips it over, on
+ * the stages otherwise.
+ */
+static int pick_stages(const struct kernel_info *k,
+		       const struct gemm_spec *spec, unsigned int smem_limit,
+		       unsigned int *ret, struct gemmd_error *err)
 {
-	unsigned int fit = stages_that_fit(k, smem_limit);
+	unsigned int extra = epilogue_bytes(k, spec);
+	unsigned int fit = stages_that_fit(k, extra, smem_limit);
+	unsigned int stages = spec->stages ? spec->stages : fit;
+	bool fits_direct = stages_that_fit(k, 0, smem_limit) >= k->min_stages;
+	char beside[64] = "";
 
-	if (stages < k->min_stages)
+	if (spec->stages && stages < k->min_stages)
 		return gemmd_error_set(err, 422, "unsupported", "kernel.stages",
 				       "%s needs at least %u stages, got %u",
 				       k->name, k->min_stages, stages);
+	if (extra)
+		snprintf(beside, sizeof(beside), " and %u for the tma epilogue",
+			 extra);
+	if (!spec->stages && fit < k->min_stages)
+		return gemmd_error_set(
+			err, 422, "unsupported",
+			extra && fits_direct ? "kernel.epilogue" :
+					       "kernel.stages",
+			"%s does not fit in %u bytes of shared memory: its "
+			"fewest stages, %u of %u bytes, beside %u fixed%s",
+			k->name, smem_limit, k->min_stages, k->smem_stage,
+			k->smem_fixed, beside);
 	if (stages > fit)
 		return gemmd_error_set(
 			err, 422, "unsupported", "kernel.stages",
 			"%u stages of %u bytes do not fit: %s takes at most "
-			"%u stages in %u bytes of shared memory",
-			stages, k->smem_stage, k->name, fit, smem_limit);
+			"%u stages in %u bytes of shared memory, beside %u "
+			"fixed%s",
+			stages, k->smem_stage, k->name, fit, smem_limit,
+			k->smem_fixed, beside);
+	*ret = stages;
 	return 0;
 }
 
-static int check_shape(const struct kernel_info *k,
-		       const struct gemm_spec *spec, struct gemmd_error *err)
+/*
+ * The dimension that is the row pitch of A (b false) or B in memory:
+ * K-major operands ("t" A, "n" B) have rows of k elements, an M-major A
+ * rows of m, an N-major B rows of n.
+ */
+static const char *pitch_dim(enum gemm_layout l, bool b)
+{
+	if (!b)
+		return l == GEMM_LAYOUT_TN || l == GEMM_LAYOUT_TT ? "k" : "m";
+	return l == GEMM_LAYOUT_TN || l == GEMM_LAYOUT_NN ? "k" : "n";
+}
+
+static uint64_t dim_value(const struct gemm_spec *spec, const char *dim)
+{
+	switch (dim[0]) {
+	case 'm':
+		return spec->m;
+	case 'n':
+		return spec->n;
+	default:
+		return spec->k;
+	}
+}
+
+static int check_pitch(const struct kernel_info *k,
+		       const struct gemm_spec *spec, bool b,
+		       struct gemmd_error *err)
 {
 	unsigned int esize = gemm_dtype_size(spec->dtype);
+	const char *dim = pitch_dim(spec->layout, b);
+	uint64_t x = dim_value(spec, dim);
 
-	if ((spec->k * esize) % TMA_STRIDE_ALIGN)
+	if ((x * esize) % ROW_ALIGN == 0)
+		return 0;
+	return gemmd_error_set(
+		err, 422, "unsupported", dim,
+		"%s=%llu: with layout %s, rows of %s are %s elements long, "
+		"and %s needs them to be a multiple of %u bytes, so %s must "
+		"be a multiple of %u for %s",
+		dim, (unsigned long long)x, gemm_layout_to_string(spec->layout),
+		b ? "B" : "A", dim, kernel_is_sm80(k) ? "cp.async" : "TMA",
+		ROW_ALIGN, dim, ROW_ALIGN / esize,
+		gemm_dtype_to_string(spec->dtype));
+}
+
+/*
+ * Operands are read through TMA (or 16-byte cp.async on the sm_80
+ * kernels), which needs 16-byte aligned rows; the sm_80 kernels also copy
+ * whole 16-byte pieces along k.  The tma epilogue stores rows of D.
+ */
+static int check_alignment(const struct kernel_info *k,
+			   const struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	unsigned int osize = gemm_dtype_size(spec->out);
+	int r;
+
+	r = check_pitch(k, spec, false, err);
+	if (r >= 0)
+		r = check_pitch(k, spec, true, err);
+	if (r < 0)
+		return r;
+	if (kernel_is_sm80(k) && spec->k % 8)
+		return gemmd_error_set(err, 422, "unsupported", "k",
+				       "k=%llu: %s copies A and B in 16-byte "
+				       "pieces along k (cp.async), so k must "
+				       "be a multiple of 8",
+				       (unsigned long long)spec->k, k->name);
+	if (spec->epilogue == GEMM_EPILOGUE_TMA &&
+	    (spec->n * osize) % ROW_ALIGN)
 		return gemmd_error_set(
-			err, 422, "unsupported", "k",
-			"k=%llu: rows of A and B must be a multiple of %u "
-			"bytes for TMA, so k must be a multiple of %u for %s",
-			(unsigned long long)spec->k, TMA_STRIDE_ALIGN,
-			TMA_STRIDE_ALIGN / esize,
-			gemm_dtype_to_string(spec->dtype));
-	if (DIV_ROUND_UP(spec->n, k->tile.n) > GRID_Y_MAX)
-		return gemmd_error_set(err, 422, "unsupported", "n",
-				       "n=%llu needs more than %u tiles",
-				       (unsigned long long)spec->n, GRID_Y_MAX);
-	if (spec->cluster_x > k->cluster_x || spec->cluster_y > k->cluster_y)
-		return gemmd_error_set(
-			err, 422, "unsupported", "kernel.cluster",
-			"cluster %ux%u: %s accepts clusters up to %ux%u",
-			spec->cluster_x, spec->cluster_y, k->name, k->cluster_x,
-			k->cluster_y);
+			err, 422, "unsupported", "kernel.epilogue",
+			"n=%llu: the tma epilogue stores rows of D with TMA, "
+			"which must be a multiple of %u bytes, so n must be a "
+			"multiple of %u for %s output; the direct epilogue "
+			"has no such limit",
+			(unsigned long long)spec->n, ROW_ALIGN,
+			ROW_ALIGN / osize, gemm_dtype_to_string(spec->out));
 	return 0;
+}
+
+/*
+ * The work order when the job leaves it open (kernels/sched.cuh):
+ *   raster: walk the shorter side of the grid of work units, so that the
+ *     units running at one time cover a squarer block of D: along_m when
+ *     units_n >= units_m, else along_n.
+ *   swizzle: bands 8 units wide when the CTAs outnumber the SMs (so that
+ *     one wave does not cover D and the order matters for L2) and there
+ *     are at least 8 units across the band; otherwise 1 (plain order).
+ * First guesses, to be tuned against measurements.
+ */
+static void pick_order(const struct gemm_spec *spec, uint64_t units_m,
+		       uint64_t units_n, unsigned int sm_count,
+		       struct gemm_plan *p)
+{
+	uint64_t ctas = units_m * units_n * spec->cluster_x * spec->cluster_y;
+	uint64_t across;
+
+	p->raster = spec->raster;
+	if (p->raster == GEMM_RASTER_AUTO)
+		p->raster = units_n >= units_m ? GEMM_RASTER_ALONG_M :
+						 GEMM_RASTER_ALONG_N;
+	across = p->raster == GEMM_RASTER_ALONG_M ? units_n : units_m;
+	p->swizzle = spec->swizzle;
+	if (!p->swizzle)
+		p->swizzle = ctas > sm_count && across >= SWIZZLE_AUTO ?
+				     SWIZZLE_AUTO :
+				     1;
+}
+
+/*
+ * The launch (kernels/gemm-abi.h): the tile grid rounded up to whole
+ * clusters of cluster_x x cluster_y tiles, one work unit per cluster,
+ * grid (cluster_x * units, cluster_y, 1).  A persistent kernel gets the
+ * full figure too; the worker cuts grid[0] down to what fits at once.
+ */
+static int plan_geometry(const struct kernel_info *k,
+			 const struct gemm_spec *spec, unsigned int sm_count,
+			 struct gemm_plan *p, struct gemmd_error *err)
+{
+	uint64_t tiles_m = DIV_ROUND_UP(spec->m, k->tile.m);
+	uint64_t tiles_n = DIV_ROUND_UP(spec->n, k->tile.n);
+	uint64_t units_m = DIV_ROUND_UP(tiles_m, spec->cluster_x);
+	uint64_t units_n = DIV_ROUND_UP(tiles_n, spec->cluster_y);
+	uint64_t units = units_m * units_n;
+
+	if (units * spec->cluster_x > GRID_X_MAX)
+		return gemmd_error_set(err, 422, "unsupported", "kernel.tile",
+				       "%llux%llu in %ux%u tiles needs %llu "
+				       "clusters, more than a grid holds",
+				       (unsigned long long)spec->m,
+				       (unsigned long long)spec->n, k->tile.m,
+				       k->tile.n, (unsigned long long)units);
+	p->grid[0] = (unsigned int)(units * spec->cluster_x);
+	p->grid[1] = spec->cluster_y;
+	p->grid[2] = 1;
+	p->block[0] = k->threads;
+	p->block[1] = p->block[2] = 1;
+	p->cluster[0] = spec->cluster_x;
+	p->cluster[1] = spec->cluster_y;
+	p->cluster[2] = 1;
+	p->persistent = k->persistent;
+	p->units = units;
+	pick_order(spec, units_m, units_n, sm_count, p);
+	return 0;
+}
+
+bool plan_reads_c(const struct gemm_spec *spec)
+{
+	return fpclassify(spec->beta) != FP_ZERO;
 }
 
 static bool uses_cublaslt(const struct gemm_spec *spec)
@@ -153,10 +388,13 @@ static bool uses_cublaslt(const struct gemm_spec *spec)
 uint64_t plan_memory_bytes(const struct gemm_spec *spec)
 {
 	uint64_t es = gemm_dtype_size(spec->dtype);
+	uint64_t os = gemm_dtype_size(spec->out);
+	uint64_t mn = spec->m * spec->n;
+	uint64_t c = plan_reads_c(spec) ? mn * os : 0;
 	uint64_t ws = uses_cublaslt(spec) ? PLAN_CUBLASLT_WORKSPACE : 0;
 
-	return spec->m * spec->k * es + spec->n * spec->k * es +
-	       spec->m * spec->n * es + spec->m * spec->n * sizeof(float) + ws;
+	return spec->m * spec->k * es + spec->n * spec->k * es + mn * os + c +
+	       mn * sizeof(float) + ws;
 }
 
 int plan_check_baseline(const struct gemm_spec *spec, bool available,
@@ -217,17 +455,36 @@ static int check_memory(const struct gemm_spec *spec,
 			       (unsigned long long)(dev->memory_bytes >> 20));
 }
 
+/*
+ * cuBLASLt has no GEMM from one 16-bit type into the other (bf16 in, fp16
+ * out or the reverse), so such a baseline cannot run; as a reference it
+ * can, since the reference is always computed in fp32.
+ */
+static int check_baseline_types(const struct gemm_spec *spec,
+				struct gemmd_error *err)
+{
+	if (spec->baseline != GEMM_BASELINE_CUBLAS ||
+	    spec->out == GEMM_DTYPE_FP32 || spec->out == spec->dtype)
+		return 0;
+	return gemmd_error_set(err, 422, "unsupported", "baseline",
+			       "baseline \"cublas\": cuBLASLt has no %s GEMM "
+			       "with %s output",
+			       gemm_dtype_to_string(spec->dtype),
+			       gemm_dtype_to_string(spec->out));
+}
+
 int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		 const struct device_limits *dev, struct gemm_plan *ret,
 		 struct gemmd_error *err)
 {
 	unsigned int smem_limit = PLAN_SMEM_OPTIN_SM90;
-	unsigned int sm_count = 132;
+	unsigned int sm_count = SM_COUNT_DEFAULT;
 	const struct kernel_info *k;
-	struct gemm_plan p = { 0 };
-	unsigned int stages;
+	struct gemm_plan p;
+	unsigned int stages = 0;
 	int r;
 
+	memset(&p, 0, sizeof(p));
 	if (dev && dev->smem_optin)
 		smem_limit = dev->smem_optin;
 	if (dev && dev->sm_count)
@@ -235,30 +492,25 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 	k = pick_kernel(cat, spec, sm_count);
 	if (!k)
-		return no_kernel(spec, err);
-	r = check_shape(k, spec, err);
-	if (r < 0)
-		return r;
-	stages = spec->stages ? spec->stages : stages_that_fit(k, smem_limit);
-	r = check_stages(k, stages, smem_limit, err);
-	if (r < 0)
-		return r;
-	r = check_memory(spec, dev, err);
+		return no_kernel(cat, spec, err);
+	r = check_alignment(k, spec, err);
+	if (r >= 0)
+		r = check_baseline_types(spec, err);
+	if (r >= 0)
+		r = pick_stages(k, spec, smem_limit, &stages, err);
+	if (r >= 0)
+		r = plan_geometry(k, spec, sm_count, &p, err);
+	if (r >= 0)
+		r = check_memory(spec, dev, err);
 	if (r < 0)
 		return r;
 
 	snprintf(p.kernel, sizeof(p.kernel), "%s", k->name);
 	snprintf(p.cubin, sizeof(p.cubin), "%s", k->cubin);
-	p.grid[0] = (unsigned int)DIV_ROUND_UP(spec->m, k->tile.m);
-	p.grid[1] = (unsigned int)DIV_ROUND_UP(spec->n, k->tile.n);
-	p.grid[2] = 1;
-	p.block[0] = k->threads;
-	p.block[1] = p.block[2] = 1;
-	p.cluster[0] = spec->cluster_x;
-	p.cluster[1] = spec->cluster_y;
-	p.cluster[2] = 1;
 	p.stages = stages;
-	p.smem_bytes = k->smem_fixed + stages * k->smem_stage;
+	p.epilogue = spec->epilogue;
+	p.smem_bytes = k->smem_fixed + stages * k->smem_stage +
+		       epilogue_bytes(k, spec);
 	p.tile = k->tile;
 	*ret = p;
 	return 0;
@@ -295,36 +547,66 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 json_t *plan_to_json(const struct gemm_plan *p)
 {
 	return json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
-			 " s:i, s:[i,i,i]}",
+			 " s:i, s:[i,i,i], s:s, s:i, s:s, s:b, s:I}",
 			 "kernel", p->kernel, "cubin", p->cubin, "grid",
 			 p->grid[0], p->grid[1], p->grid[2], "block",
 			 p->block[0], p->block[1], p->block[2], "cluster",
 			 p->cluster[0], p->cluster[1], p->cluster[2],
 			 "smem_bytes", p->smem_bytes, "stages", p->stages,
-			 "tile", p->tile.m, p->tile.n, p->tile.k);
+			 "tile", p->tile.m, p->tile.n, p->tile.k, "raster",
+			 gemm_raster_to_string(p->raster), "swizzle",
+			 p->swizzle, "epilogue",
+			 gemm_epilogue_to_string(p->epilogue), "persistent",
+			 p->persistent, "units", (json_int_t)p->units);
+}
+
+/* The work order as the kernels take it: resolved, never "auto". */
+static int order_from_json(const char *raster, unsigned int swizzle,
+			   const char *epilogue, struct gemm_plan *p)
+{
+	int r = gemm_raster_from_string(raster);
+	int e = gemm_epilogue_from_string(epilogue);
+
+	if (r < 0 || r == GEMM_RASTER_AUTO || e < 0 ||
+	    (swizzle != 1 && swizzle != 2 && swizzle != 4 && swizzle != 8))
+		return -EINVAL;
+	p->raster = r;
+	p->epilogue = e;
+	p->swizzle = swizzle;
+	return 0;
 }
 
 int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
-	struct gemm_plan p = { 0 };
-	const char *kernel, *cubin;
+	const char *kernel, *cubin, *raster, *epilogue;
+	struct gemm_plan p;
 	json_error_t jerr;
+	json_int_t units;
+	int swizzle, persistent;
 
+	memset(&p, 0, sizeof(p));
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
 			   "{s:s, s:s, s:[iii], s:[iii], s:[iii], s:i, s:i,"
-			   " s:[iii]}",
+			   " s:[iii], s:s, s:i, s:s, s:b, s:I}",
 			   "kernel", &kernel, "cubin", &cubin, "grid",
 			   &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
 			   &p.cluster[0], &p.cluster[1], &p.cluster[2],
 			   "smem_bytes", &p.smem_bytes, "stages", &p.stages,
-			   "tile", &p.tile.m, &p.tile.n, &p.tile.k) < 0)
+			   "tile", &p.tile.m, &p.tile.n, &p.tile.k, "raster",
+			   &raster, "swizzle", &swizzle, "epilogue", &epilogue,
+			   "persistent", &persistent, "units", &units) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
 	    strlen(cubin) >= sizeof(p.cubin))
 		return -ENAMETOOLONG;
+	if (units < 1 || swizzle < 1 ||
+	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0)
+		return -EINVAL;
 	strcpy(p.kernel, kernel);
 	strcpy(p.cubin, cubin);
+	p.persistent = persistent;
+	p.units = (uint64_t)units;
 	*ret = p;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plan.h - can this spec run here, and how: pick the kernel from the
- * catalog and derive the launch (grid, block, cluster, shared memory).
+ * catalog and derive the launch (grid, block, cluster, shared memory) and
+ * the work order (raster, swizzle) the kernel is handed.
  *
  * Everything a launch could fail on is checked here, so that a job the
  * daemon accepts does not fail at launch: a spec that is valid JSON but
@@ -52,9 +53,13 @@ int plan_check_baseline(const struct gemm_spec *spec, bool available,
 int plan_check_baseline_devices(const struct gemm_spec *spec, json_t *devices,
 				struct gemmd_error *err);
 
+/* Whether the kernel reads C: beta is not zero. */
+bool plan_reads_c(const struct gemm_spec *spec);
+
 /*
- * Device memory a job allocates: A, B, D, the fp32 reference and, when
- * cuBLASLt is used, its workspace.
+ * Device memory a job allocates: A and B (dtype), D and, when beta is not
+ * zero, C (out_dtype), the fp32 reference and, when cuBLASLt is used, its
+ * workspace.
  */
 uint64_t plan_memory_bytes(const struct gemm_spec *spec);
 

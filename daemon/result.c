@@ -183,7 +183,16 @@ static json_t *baseline_to_json(const struct gemm_baseline_result *b)
 			 json_finite(b->tflops));
 }
 
-/* "baseline" and "speedup_vs_baseline" only when a baseline ran. */
+static json_t *launch_to_json(const struct gemm_launch *l)
+{
+	return json_pack("{s:[i,i,i], s:I}", "grid", l->grid[0], l->grid[1],
+			 l->grid[2], "ctas", (json_int_t)l->ctas);
+}
+
+/*
+ * "launch" only when the worker reported the grid; "baseline" and
+ * "speedup_vs_baseline" only when a baseline ran.
+ */
 json_t *result_to_json(const struct gemm_result *r)
 {
 	json_t *j;
@@ -197,6 +206,11 @@ json_t *result_to_json(const struct gemm_result *r)
 		      json_finite(r->achieved_gbps), "telemetry",
 		      telemetry_to_json(&r->telemetry), "verify",
 		      verdict_to_json(&r->verify));
+	if (j && r->launch.ctas &&
+	    json_object_set_new(j, "launch", launch_to_json(&r->launch)) < 0) {
+		json_decref(j);
+		return NULL;
+	}
 	if (!j || !r->baseline.present)
 		return j;
 	if (json_object_set_new(j, "baseline", baseline_to_json(&r->baseline)) <
@@ -409,6 +423,25 @@ static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
 	return 0;
 }
 
+/* Absent: not reported (older workers). */
+static int launch_from_json(json_t *j, struct gemm_launch *l)
+{
+	int x, y, z;
+	json_int_t ctas;
+
+	if (!j)
+		return 0;
+	if (json_unpack(j, "{s:[iii], s:I}", "grid", &x, &y, &z, "ctas",
+			&ctas) < 0 ||
+	    x < 0 || y < 0 || z < 0 || ctas < 0)
+		return -EINVAL;
+	l->grid[0] = (unsigned int)x;
+	l->grid[1] = (unsigned int)y;
+	l->grid[2] = (unsigned int)z;
+	l->ctas = (uint64_t)ctas;
+	return 0;
+}
+
 int result_from_json(json_t *j, struct gemm_result *ret)
 {
 	struct gemm_result r;
@@ -442,6 +475,9 @@ int result_from_json(json_t *j, struct gemm_result *ret)
 	if (e < 0)
 		return e;
 	r.speedup_vs_baseline = real_at(j, "speedup_vs_baseline");
+	e = launch_from_json(json_object_get(j, "launch"), &r.launch);
+	if (e < 0)
+		return e;
 	e = timing_from_json(json_object_get(j, "timing"), &r.timing);
 	if (e < 0)
 		return e;

@@ -40,10 +40,16 @@ void spec_init(struct gemm_spec *spec)
 {
 	memset(spec, 0, sizeof(*spec));
 	spec->dtype = GEMM_DTYPE_BF16;
+	spec->out = GEMM_DTYPE_BF16; /* follows dtype unless given */
 	spec->layout = GEMM_LAYOUT_TN;
 	spec->schedule = GEMM_SCHEDULE_WS;
 	spec->cluster_x = 1;
 	spec->cluster_y = 1;
+	spec->raster = GEMM_RASTER_AUTO;
+	spec->swizzle = 0;
+	spec->epilogue = GEMM_EPILOGUE_DIRECT;
+	spec->alpha = 1.0;
+	spec->beta = 0.0;
 	spec->warmup = 10;
 	spec->iterations = 0;
 	spec->timing_mode = GEMM_TIMING_COLD;
@@ -169,6 +175,7 @@ static int parse_k(json_t *v, const char *path, struct gemm_spec *spec,
 	return parse_dim(v, path, &spec->k, err);
 }
 
+/* The tensor cores take 16-bit inputs; fp32 exists only as an output. */
 static int parse_dtype(json_t *v, const char *path, struct gemm_spec *spec,
 		       struct gemmd_error *err)
 {
@@ -178,7 +185,26 @@ static int parse_dtype(json_t *v, const char *path, struct gemm_spec *spec,
 		     err);
 	if (r < 0)
 		return r;
+	if (x == GEMM_DTYPE_FP32)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is \"fp32\": fp32 is an output "
+				       "type only (out_dtype); inputs are "
+				       "\"bf16\" or \"fp16\"",
+				       path);
 	spec->dtype = x;
+	return 0;
+}
+
+static int parse_out_dtype(json_t *v, const char *path, struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_dtype_from_string,
+		     "\"bf16\", \"fp16\", \"fp32\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->out = x;
 	return 0;
 }
 
@@ -187,7 +213,8 @@ static int parse_layout(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_layout_from_string, "\"tn\"", &x, err);
+	r = get_enum(v, path, gemm_layout_from_string,
+		     "\"tn\", \"nt\", \"nn\", \"tt\"", &x, err);
 	if (r < 0)
 		return r;
 	spec->layout = x;
@@ -199,11 +226,28 @@ static int parse_schedule(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_schedule_from_string, "\"ws\"", &x, err);
+	r = get_enum(v, path, gemm_schedule_from_string,
+		     "\"ws\", \"cooperative\", \"pingpong\", "
+		     "\"interleaved\", \"multistage\", \"pipelined\"",
+		     &x, err);
 	if (r < 0)
 		return r;
 	spec->schedule = x;
 	return 0;
+}
+
+static int parse_alpha(json_t *v, const char *path, struct gemm_spec *spec,
+		       struct gemmd_error *err)
+{
+	return get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX,
+			  &spec->alpha, err);
+}
+
+static int parse_beta(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	return get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX, &spec->beta,
+			  err);
 }
 
 int tile_parse(const char *s, struct gemm_tile *ret)
@@ -253,29 +297,112 @@ static int parse_stages(json_t *v, const char *path, struct gemm_spec *spec,
 	return get_uint(v, path, 1, SPEC_STAGES_MAX, &spec->stages, err);
 }
 
+static bool is_pow2(json_int_t x)
+{
+	return x > 0 && (x & (x - 1)) == 0;
+}
+
+/* One side of a cluster: 1, 2, 4 or 8 CTAs. */
+static int get_cluster_dim(json_t *v, const char *path, unsigned int *ret,
+			   struct gemmd_error *err)
+{
+	unsigned int x = 0;
+	int r = get_uint(v, path, 1, SPEC_CLUSTER_DIM_MAX, &x, err);
+
+	if (r < 0)
+		return r;
+	if (!is_pow2(x))
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is %u; expected 1, 2, 4 or 8",
+				       path, x);
+	*ret = x;
+	return 0;
+}
+
+/*
+ * The hardware's limit (16 CTAs, non-portable beyond 8) is checked here;
+ * what each kernel accepts is plan.c's (422).
+ */
 static int parse_cluster(json_t *v, const char *path, struct gemm_spec *spec,
 			 struct gemmd_error *err)
 {
+	unsigned int x = 0, y = 0;
 	char sub[64];
 	int r;
 
 	if (!json_is_array(v) || json_array_size(v) != 2)
 		return bad_type(err, path, "an array of two integers [x, y]");
 	snprintf(sub, sizeof(sub), "%s[0]", path);
-	r = get_uint(json_array_get(v, 0), sub, 1, SPEC_CLUSTER_MAX,
-		     &spec->cluster_x, err);
+	r = get_cluster_dim(json_array_get(v, 0), sub, &x, err);
 	if (r < 0)
 		return r;
 	snprintf(sub, sizeof(sub), "%s[1]", path);
-	return get_uint(json_array_get(v, 1), sub, 1, SPEC_CLUSTER_MAX,
-			&spec->cluster_y, err);
+	r = get_cluster_dim(json_array_get(v, 1), sub, &y, err);
+	if (r < 0)
+		return r;
+	if (x * y > SPEC_CLUSTER_MAX)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is [%u, %u]: %u CTAs, more than "
+				       "the %u a cluster may hold",
+				       path, x, y, x * y, SPEC_CLUSTER_MAX);
+	spec->cluster_x = x;
+	spec->cluster_y = y;
+	return 0;
+}
+
+static int parse_raster(json_t *v, const char *path, struct gemm_spec *spec,
+			struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_raster_from_string,
+		     "\"auto\", \"along_m\", \"along_n\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->raster = x;
+	return 0;
+}
+
+/* null (the default): the plan picks. */
+static int parse_swizzle(json_t *v, const char *path, struct gemm_spec *spec,
+			 struct gemmd_error *err)
+{
+	json_int_t x;
+
+	if (json_is_null(v)) {
+		spec->swizzle = 0;
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return bad_type(err, path, "an integer or null");
+	x = json_integer_value(v);
+	if (!is_pow2(x) || x > 8)
+		return gemmd_error_set(err, 400, "invalid_value", path,
+				       "'%s' is %" JSON_INTEGER_FORMAT
+				       "; expected 1, 2, 4, 8 or null",
+				       path, x);
+	spec->swizzle = (unsigned int)x;
+	return 0;
+}
+
+static int parse_epilogue(json_t *v, const char *path, struct gemm_spec *spec,
+			  struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, gemm_epilogue_from_string, "\"direct\", \"tma\"",
+		     &x, err);
+	if (r < 0)
+		return r;
+	spec->epilogue = x;
+	return 0;
 }
 
 static const struct field kernel_fields[] = {
-	{ "schedule", parse_schedule },
-	{ "tile", parse_tile },
-	{ "stages", parse_stages },
-	{ "cluster", parse_cluster },
+	{ "schedule", parse_schedule }, { "tile", parse_tile },
+	{ "stages", parse_stages },	{ "cluster", parse_cluster },
+	{ "raster", parse_raster },	{ "swizzle", parse_swizzle },
+	{ "epilogue", parse_epilogue },
 };
 
 static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
@@ -502,12 +629,21 @@ static int parse_label(json_t *v, const char *path, struct gemm_spec *spec,
 }
 
 static const struct field job_fields[] = {
-	{ "m", parse_m },	    { "n", parse_n },
-	{ "k", parse_k },	    { "dtype", parse_dtype },
-	{ "layout", parse_layout }, { "kernel", parse_kernel },
-	{ "timing", parse_timing }, { "verify", parse_verify },
-	{ "device", parse_device }, { "dry_run", parse_dry_run },
-	{ "label", parse_label },   { "baseline", parse_baseline },
+	{ "m", parse_m },
+	{ "n", parse_n },
+	{ "k", parse_k },
+	{ "dtype", parse_dtype },
+	{ "out_dtype", parse_out_dtype },
+	{ "layout", parse_layout },
+	{ "alpha", parse_alpha },
+	{ "beta", parse_beta },
+	{ "kernel", parse_kernel },
+	{ "timing", parse_timing },
+	{ "verify", parse_verify },
+	{ "device", parse_device },
+	{ "dry_run", parse_dry_run },
+	{ "label", parse_label },
+	{ "baseline", parse_baseline },
 };
 
 static int walk_object(json_t *obj, const char *path,
@@ -570,6 +706,9 @@ int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
 			err);
 	if (r < 0)
 		return r;
+	/* Keys come in any order: the output type follows dtype at the end. */
+	if (!json_object_get(root, "out_dtype"))
+		spec.out = spec.dtype;
 	r = require(root, "m", err);
 	if (r >= 0)
 		r = require(root, "n", err);
@@ -645,7 +784,8 @@ static json_t *baseline_to_json(const struct gemm_spec *spec)
 	return s ? json_string(s) : json_null();
 }
 
-json_t *spec_to_json(const struct gemm_spec *spec)
+/* null where the plan picks: tile, stages, swizzle. */
+static json_t *kernel_to_json(const struct gemm_spec *spec)
 {
 	char tile[32];
 	json_t *t = NULL;
@@ -653,20 +793,30 @@ json_t *spec_to_json(const struct gemm_spec *spec)
 	if (spec->tile.m)
 		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
 	return json_pack(
-		"{s:I, s:I, s:I, s:s, s:s,"
-		" s:{s:s, s:o, s:o, s:[I,I]},"
-		" s:o,"
+		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s}", "schedule",
+		gemm_schedule_to_string(spec->schedule), "tile",
+		t ? t : json_null(), "stages",
+		spec->stages ? json_integer(spec->stages) : json_null(),
+		"cluster", (json_int_t)spec->cluster_x,
+		(json_int_t)spec->cluster_y, "raster",
+		gemm_raster_to_string(spec->raster), "swizzle",
+		spec->swizzle ? json_integer(spec->swizzle) : json_null(),
+		"epilogue", gemm_epilogue_to_string(spec->epilogue));
+}
+
+json_t *spec_to_json(const struct gemm_spec *spec)
+{
+	return json_pack(
+		"{s:I, s:I, s:I, s:s, s:s, s:s, s:f, s:f,"
+		" s:o, s:o,"
 		" s:{s:b, s:s, s:I, s:s},"
 		" s:I, s:b, s:s, s:o}",
 		"m", (json_int_t)spec->m, "n", (json_int_t)spec->n, "k",
 		(json_int_t)spec->k, "dtype", gemm_dtype_to_string(spec->dtype),
-		"layout", gemm_layout_to_string(spec->layout), "kernel",
-		"schedule", gemm_schedule_to_string(spec->schedule), "tile",
-		t ? t : json_null(), "stages",
-		spec->stages ? json_integer(spec->stages) : json_null(),
-		"cluster", (json_int_t)spec->cluster_x,
-		(json_int_t)spec->cluster_y, "timing", timing_to_json(spec),
-		"verify", "enabled", spec->verify, "init",
+		"out_dtype", gemm_dtype_to_string(spec->out), "layout",
+		gemm_layout_to_string(spec->layout), "alpha", spec->alpha,
+		"beta", spec->beta, "kernel", kernel_to_json(spec), "timing",
+		timing_to_json(spec), "verify", "enabled", spec->verify, "init",
 		gemm_init_to_string(spec->init), "seed", (json_int_t)spec->seed,
 		"reference",
 		string_table_lookup(reference_names,

@@ -19,8 +19,10 @@
 #define SPEC_WARMUP_MAX 10000
 #define SPEC_ITERATIONS_MAX 100000
 #define SPEC_STAGES_MAX 64
-#define SPEC_CLUSTER_MAX 16
+#define SPEC_CLUSTER_DIM_MAX 8 /* each of x and y: 1, 2, 4 or 8 */
+#define SPEC_CLUSTER_MAX 16 /* CTAs in a cluster, x * y */
 #define SPEC_DEVICE_MAX 255
+#define SPEC_SCALE_MAX 1e6 /* |alpha| and |beta| */
 
 void spec_init(struct gemm_spec *spec);
 

@@ -27,21 +27,52 @@
 /*
  * The note the supervisor reads from the cubin's ELF, without a GPU: an
  * extern "C" device string named gemmd_meta_<entry> (kept by nvcc as an
- * OBJECT symbol in .nv.global.init).  Dynamic shared memory for S stages
- * is smem_fixed + S * smem_stage.  Arguments must be literal tokens: they
- * are pasted into the string, so the instantiating code static_asserts
- * that they match the values the kernel computes.
+ * OBJECT symbol in .nv.global.init).  Keys:
+ *   schedule    ws, cooperative, pingpong, interleaved, multistage,
+ *               pipelined
+ *   dtype, layout, tile (BMxBNxBK), threads (block size)
+ *   smem_fixed, smem_stage   dynamic smem for S stages is smem_fixed +
+ *               S * smem_stage (+ smem_epilogue with the TMA epilogue)
+ *   min_stages, max_stages
+ *   cluster     the largest cluster (x * y CTAs) the kernel accepts
+ *   persistent  1: the grid is sized by occupancy, not by the tile count
+ *   epilogue    the epilogue modes it has, comma-separated
+ *   out         the output types it has, comma-separated
+ *   arch        the oldest architecture its code would run on
+ * Arguments must be literal tokens: they are pasted into the string, so
+ * the instantiating code static_asserts that they match the values the
+ * kernel computes.
  */
 /* clang-format off */
-#define GEMMD_WS_NOTE(entry, dtype, bm, bn, bk, smem_stage, max_stages)      \
+#define GEMMD_KERNEL_NOTE(...) GEMMD_KERNEL_NOTE_(__VA_ARGS__)
+#define GEMMD_KERNEL_NOTE_(entry, sched, dtype, layout, bm, bn, bk, threads,  \
+			  smem_stage, min_stages, max_stages, cluster,        \
+			  persistent, epilogues, arch)                        \
 	extern "C" __device__ const char gemmd_meta_##entry[] =              \
-		"kernel=" #entry " schedule=ws dtype=" #dtype " layout=tn"   \
-		" tile=" #bm "x" #bn "x" #bk                                 \
-		" threads=" GEMMD_STR(GEMMD_WS_THREADS)                      \
+		"kernel=" #entry " schedule=" #sched " dtype=" #dtype        \
+		" layout=" #layout " tile=" #bm "x" #bn "x" #bk              \
+		" threads=" #threads                                         \
 		" smem_fixed=" GEMMD_STR(GEMMD_SMEM_FIXED)                   \
-		" smem_stage=" #smem_stage " min_stages=2"                   \
-		" max_stages=" #max_stages " cluster=1x1 out=" #dtype
+		" smem_stage=" #smem_stage " min_stages=" #min_stages        \
+		" max_stages=" #max_stages " cluster=" #cluster              \
+		" persistent=" #persistent " epilogue=" epilogues            \
+		" smem_epilogue=32768"                                       \
+		" out=bf16,fp16,fp32 arch=" #arch
 /* clang-format on */
+static_assert(GEMMD_SMEM_EPILOGUE == 32768, "note smem_epilogue");
+
+/*
+ * One kernel per translation unit: the build compiles a kernel source
+ * once per entry, naming it with -DGEMMD_SCHED=cooperative
+ * -DGEMMD_DTYPE=bf16 -DGEMMD_LAYOUT=tn -DGEMMD_BM=128 -DGEMMD_BN=256
+ * -DGEMMD_BK=64 (see Makefile.am), and the source defines the one entry
+ * GEMMD_ENTRY = gemmd_cooperative_bf16_tn_128x256x64 with its note.
+ */
+#define GEMMD_NAME_(s, d, l, m, n, k) gemmd_##s##_##d##_##l##_##m##x##n##x##k
+#define GEMMD_NAME(s, d, l, m, n, k) GEMMD_NAME_(s, d, l, m, n, k)
+#define GEMMD_ENTRY                                                            \
+	GEMMD_NAME(GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM, GEMMD_BN, \
+		   GEMMD_BK)
 
 /* ---- element types ------------------------------------------------------- */
 
@@ -86,6 +117,17 @@ template <> struct gemmd_type<__half> {
 		__half2 v = __floats2half2_rn(lo, hi);
 
 		return *reinterpret_cast<uint32_t *>(&v);
+	}
+};
+
+template <> struct gemmd_type<float> {
+	GEMMD_DEV float to_float(uint32_t bits)
+	{
+		return __uint_as_float(bits);
+	}
+	GEMMD_DEV float from_float(float x)
+	{
+		return x;
 	}
 };
 
@@ -210,6 +252,97 @@ GEMMD_DEV void tma_load_2d(uint32_t dst, const CUtensorMap *map, int32_t c0,
 		     : "memory");
 }
 
+/*
+ * The same box multicast to every CTA of the cluster in cta_mask (bits
+ * index %cluster_ctarank): the data and the complete_tx land at the same
+ * CTA-relative dst and bar in each of them.
+ */
+GEMMD_DEV void tma_load_2d_mc(uint32_t dst, const CUtensorMap *map, int32_t c0,
+			      int32_t c1, uint32_t bar, uint16_t cta_mask)
+{
+	const uint64_t p = reinterpret_cast<uint64_t>(map);
+
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+		     ".mbarrier::complete_tx::bytes.multicast::cluster"
+		     " [%0], [%1, {%2, %3}], [%4], %5;"
+		     :
+		     : "r"(dst), "l"(p), "r"(c0), "r"(c1), "r"(bar),
+		       "h"(cta_mask)
+		     : "memory");
+}
+
+/* Store the box at (c0, c1) from smem; out-of-bounds parts are dropped. */
+GEMMD_DEV void tma_store_2d(const CUtensorMap *map, int32_t c0, int32_t c1,
+			    uint32_t src)
+{
+	const uint64_t p = reinterpret_cast<uint64_t>(map);
+
+	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+		     " [%0, {%1, %2}], [%3];"
+		     :
+		     : "l"(p), "r"(c0), "r"(c1), "r"(src)
+		     : "memory");
+}
+
+GEMMD_DEV void bulk_commit(void)
+{
+	asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+/* Until at most N store groups may still read their smem source. */
+template <int N> GEMMD_DEV void bulk_wait_read(void)
+{
+	asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
+/* Until at most N store groups are still writing global memory. */
+template <int N> GEMMD_DEV void bulk_wait(void)
+{
+	asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* ---- clusters ------------------------------------------------------------ */
+
+GEMMD_DEV uint32_t cluster_ctarank(void)
+{
+	uint32_t v;
+
+	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(v));
+	return v;
+}
+
+/* Every thread of every CTA in the cluster; orders smem writes before. */
+GEMMD_DEV void cluster_sync(void)
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+		     "barrier.cluster.wait.acquire.aligned;" ::
+			     : "memory");
+}
+
+/*
+ * Arrive on the mbarrier at the same CTA-relative address as bar in the
+ * cluster's CTA `rank` (which may be this one).  Default semantics
+ * (release at CTA scope), as CUTLASS's ClusterBarrier does: the arrival
+ * only says "done reading this slot", and .release.cluster costs a
+ * cluster-wide fence per arrival, which measured as half the throughput
+ * of a 128x128 tile with a 2x1 cluster (H200, 2026-11-22).
+ */
+GEMMD_DEV void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
+{
+	asm volatile("{\n\t.reg .b32 remote;\n\t"
+		     "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+		     "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
+		     :
+		     : "r"(bar), "r"(rank)
+		     : "memory");
+}
+
+/* A barrier among `count` threads (whole warps) with id 1..15. */
+GEMMD_DEV void named_bar_sync(uint32_t id, uint32_t count)
+{
+	asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 /* Generic-proxy smem writes before async-proxy reads (TMA store, wgmma). */
 GEMMD_DEV void fence_proxy_async_smem(void)
 {
@@ -266,6 +399,21 @@ GEMMD_DEV uint64_t smem_desc_sw128(uint32_t addr)
 	       (static_cast<uint64_t>(1) << 62);
 }
 
+/*
+ * The same for an M- or N-major tile (imm-trans 1) as TMA writes it with
+ * 128B swizzle from boxes of 64 MN elements x BK K rows: each 64-wide MN
+ * chunk is BK rows of 128 B, chunks lbo bytes apart.  Here the stride
+ * byte offset (1024 B) steps 8 K rows and the leading byte offset steps
+ * 64 MN elements; advancing K by 16 adds 16 rows = 2048 B.
+ */
+GEMMD_DEV uint64_t smem_desc_sw128_mn(uint32_t addr, uint32_t lbo)
+{
+	return static_cast<uint64_t>((addr & 0x3ffff) >> 4) |
+	       (static_cast<uint64_t>((lbo >> 4) & 0x3fff) << 16) |
+	       (static_cast<uint64_t>(1024 >> 4) << 32) |
+	       (static_cast<uint64_t>(1) << 62);
+}
+
 #define GEMMD_ACC8(d, i)                                              \
 	"+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]),         \
 		"+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
@@ -296,26 +444,39 @@ GEMMD_DEV uint64_t smem_desc_sw128(uint32_t addr)
 	"%120, %121, %122, %123, %124, %125, %126, %127"
 
 /*
- * D(64xN, f32) (+)= A(64x16) * B(16xN), both operands K-major in smem
- * (imm-trans 0), scale-a/b 1; scale_d == 0 ignores the old D, so the
- * first k-step of a tile needs no zeroing pass.
+ * D(64xN, f32) (+)= A(64x16) * B(16xN), both operands in smem; ta/tb are
+ * imm-trans-a/b (0: K-major, 1: M- or N-major), scale-a/b 1; scale_d == 0
+ * ignores the old D, so the first k-step of a tile needs no zeroing pass.
  */
-#define GEMMD_WGMMA_N128(ty, d, da, db, scale_d)                              \
+#define GEMMD_WGMMA_N128(ty, ta, tb, d, da, db, scale_d)                      \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"       \
 		     "wgmma.mma_async.sync.aligned.m64n128k16.f32." ty "." ty \
-		     " {" GEMMD_REGS_0_63 "}, %64, %65, p, 1, 1, 0, 0;\n\t}"  \
+		     " {" GEMMD_REGS_0_63 "}, %64, %65, p, 1, 1, " #ta        \
+		     ", " #tb ";\n\t}"                                        \
 		     : GEMMD_ACC64(d, 0)                                      \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
-#define GEMMD_WGMMA_N256(ty, d, da, db, scale_d)                              \
+#define GEMMD_WGMMA_N256(ty, ta, tb, d, da, db, scale_d)                      \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"      \
 		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." ty "." ty \
 		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_127 "}, "        \
-		     "%128, %129, p, 1, 1, 0, 0;\n\t}"                        \
+		     "%128, %129, p, 1, 1, " #ta ", " #tb ";\n\t}"            \
 		     : GEMMD_ACC64(d, 0), GEMMD_ACC64(d, 64)                  \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
-template <typename T, int N>
+#define GEMMD_WGMMA_TRANS(N, ty, d, da, db, scale_d)                    \
+	do {                                                            \
+		if constexpr (!TA && !TB)                               \
+			GEMMD_WGMMA_N##N(ty, 0, 0, d, da, db, scale_d); \
+		else if constexpr (!TA)                                 \
+			GEMMD_WGMMA_N##N(ty, 0, 1, d, da, db, scale_d); \
+		else if constexpr (!TB)                                 \
+			GEMMD_WGMMA_N##N(ty, 1, 0, d, da, db, scale_d); \
+		else                                                    \
+			GEMMD_WGMMA_N##N(ty, 1, 1, d, da, db, scale_d); \
+	} while (0)
+
+template <typename T, int N, bool TA = false, bool TB = false>
 GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
 			    uint32_t scale_d)
 {
@@ -324,11 +485,11 @@ GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
 	static_assert(bf16 || gemmd_same<T, __half>::value, "bf16 or fp16");
 	static_assert(N == 128 || N == 256, "wgmma N: 128 or 256");
 	if constexpr (N == 128 && bf16)
-		GEMMD_WGMMA_N128("bf16", d, da, db, scale_d);
+		GEMMD_WGMMA_TRANS(128, "bf16", d, da, db, scale_d);
 	else if constexpr (N == 128)
-		GEMMD_WGMMA_N128("f16", d, da, db, scale_d);
+		GEMMD_WGMMA_TRANS(128, "f16", d, da, db, scale_d);
 	else if constexpr (bf16)
-		GEMMD_WGMMA_N256("bf16", d, da, db, scale_d);
+		GEMMD_WGMMA_TRANS(256, "bf16", d, da, db, scale_d);
 	else
-		GEMMD_WGMMA_N256("f16", d, da, db, scale_d);
+		GEMMD_WGMMA_TRANS(256, "f16", d, da, db, scale_d);
 }

@@ -29,10 +29,20 @@
  * begins.
  */
 #define GEMMD_SMEM_FIXED 2048
-/* Threads of a ws kernel: 1 producer + 2 consumer warpgroups. */
+/* Threads of the warp-specialized kernels: 1 producer + 2 consumer WGs. */
 #define GEMMD_WS_THREADS 384
+/*
+ * Shared memory the TMA-store epilogue adds after the stage ring: per
+ * consumer warpgroup two staging buffers of 64 rows x 128 B (whatever the
+ * output type: 64 16-bit or 32 fp32 columns), so that one buffer is
+ * written while the TMA store of the other is still reading it.
+ */
+#define GEMMD_EPI_BUF_BYTES 8192
+#define GEMMD_SMEM_EPILOGUE (2 * 2 * GEMMD_EPI_BUF_BYTES)
 /* bf16 and fp16 NaN pattern that no conversion produces: "not written". */
 #define GEMMD_POISON_U16 0xffffu
+/* The same for fp32 outputs. */
+#define GEMMD_POISON_U32 0xffffffffu
 
 /* Init distributions (gemmd_init_*). */
 #define GEMMD_DIST_NORMAL 0u /* N(0, 1), Box-Muller */
@@ -42,23 +52,70 @@
 /* Streams of one seed: A and B must not be the same matrix. */
 #define GEMMD_STREAM_A 1u
 #define GEMMD_STREAM_B 2u
+#define GEMMD_STREAM_C 3u
+
+/* gemm_args.out: the type of C and D. */
+#define GEMMD_OUT_BF16 0u
+#define GEMMD_OUT_FP16 1u
+#define GEMMD_OUT_FP32 2u
+
+/* gemm_args.raster: which tile index moves fastest in the work order. */
+#define GEMMD_RASTER_ALONG_M 0u
+#define GEMMD_RASTER_ALONG_N 1u
+
+/* gemm_args.epilogue */
+#define GEMMD_EPILOGUE_DIRECT 0u /* st.global from the accumulators */
+#define GEMMD_EPILOGUE_TMA 1u /* through smem, TMA stores (tma_d) */
 
 /*
- * The ws GEMM kernels: D[m][n] = sum_k A[m][k] * B[n][k], D row-major with
- * leading dimension ldd (elements).  stages is the ring depth, 1 <=
- * stages <= GEMMD_MAX_STAGES, and the launch must give the kernel
- * GEMMD_SMEM_FIXED + stages * smem_stage bytes of dynamic shared memory.
+ * Every GEMM kernel has the same signature:
+ *
+ *   (const __grid_constant__ CUtensorMap tma_a, tma_b, tma_d,
+ *    const struct gemm_args args)
+ *
+ * and computes D = alpha * A * B + beta * C with fp32 accumulation, D and
+ * C row-major m x n with leading dimension ldd, of type `out`.  Kernels
+ * that load with TMA use tma_a and tma_b (built for the kernel's layout
+ * and tile); tma_d is used only by the TMA-store epilogue; the others read
+ * a and b through the pointers.  C is read only when beta != 0.
+ *
+ * Work is handed out in clusters of cluster_x (along M) by cluster_y
+ * (along N) tiles; a kernel without clusters takes 1 x 1.  The launch grid
+ * is (cluster_x * G, cluster_y, 1) with the cluster dimension (cluster_x,
+ * cluster_y, 1): G clusters, the cluster of a CTA being blockIdx.x /
+ * cluster_x.  A persistent kernel walks work units id, id + G, id + 2G...
+ * with G from the occupancy API; the others get G = all work units.  The
+ * tile grid is rounded up to whole clusters, so a CTA can get a tile
+ * outside D: it runs (its peers need its barrier arrivals) and stores
+ * nothing.  Work unit u maps to a cluster of tiles through raster and
+ * swizzle (kernels/sched.cuh).
+ *
+ * The launch gives the kernel GEMMD_SMEM_FIXED + stages * smem_stage bytes
+ * of dynamic shared memory, plus GEMMD_SMEM_EPILOGUE with the TMA-store
+ * epilogue.
  */
 struct gemm_args {
 	uint64_t d; /* device pointer to D */
+	uint64_t c; /* device pointer to C, read when beta != 0 */
+	uint64_t a, b; /* A and B, for the kernels without TMA */
 	uint32_t m, n, k;
-	uint32_t ldd;
-	uint32_t stages;
+	uint32_t ldd; /* elements, of D and C */
+	uint32_t lda, ldb; /* elements, of a and b */
+	uint32_t stages; /* ring depth: min_stages .. max_stages */
+	uint32_t cluster_x, cluster_y;
+	uint32_t raster; /* GEMMD_RASTER_* */
+	uint32_t swizzle; /* tile group width: 1, 2, 4 or 8 */
+	uint32_t epilogue; /* GEMMD_EPILOGUE_* */
+	uint32_t out; /* GEMMD_OUT_* */
+	float alpha, beta;
 	uint32_t reserved;
 };
-GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 32, "gemm_args layout");
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 96, "gemm_args layout");
 
-/* gemmd_init_{bf16,fp16}: p[i] = dist(hash(seed, stream, i)). */
+/*
+ * gemmd_init_{bf16,fp16,fp32}: p[i] = dist(hash(seed, stream, i)), the
+ * value rounded to the element type.
+ */
 struct gemm_init_args {
 	uint64_t p;
 	uint64_t count;
@@ -68,7 +125,7 @@ struct gemm_init_args {
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_init_args) == 32, "init layout");
 
-/* gemmd_fill_u16: p[i] = value, for poisoning D. */
+/* gemmd_fill_{u16,u32}: p[i] = value, for poisoning D. */
 struct gemm_fill_args {
 	uint64_t p;
 	uint64_t count;
@@ -77,20 +134,36 @@ struct gemm_fill_args {
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_fill_args) == 24, "fill layout");
 
-/* gemmd_ref_{bf16,fp16}_tn: r (fp32, row-major m x n) = A * B^T. */
+/*
+ * gemmd_ref_{bf16,fp16} (the input type): r (fp32, row-major m x n,
+ * leading dimension n) = alpha * sum_k A[m][k] * B[k][n] + beta * C[m][n],
+ * summed in fp32 in k order.  The operands are addressed by element
+ * strides, which covers every layout:
+ *   A[m][k] = a[m * a_sm + k * a_sk], B[k][n] = b[k * b_sk + n * b_sn]
+ *   tn: a_sm = k, a_sk = 1;  b_sk = 1, b_sn = k
+ *   nt: a_sm = 1, a_sk = m;  b_sk = n, b_sn = 1
+ *   nn: a_sm = 1, a_sk = m;  b_sk = 1, b_sn = k
+ *   tt: a_sm = k, a_sk = 1;  b_sk = n, b_sn = 1
+ * C is row-major m x n (leading dimension n) of type out and is read
+ * only when beta != 0.  k may be 0: then r = beta * C.
+ */
 struct gemm_ref_args {
-	uint64_t a, b; /* inputs, as for the ws kernels */
-	uint64_t r; /* fp32 output, leading dimension n */
+	uint64_t a, b; /* inputs */
+	uint64_t c; /* GEMMD_OUT_* out, read when beta != 0 */
+	uint64_t r; /* fp32 output */
 	uint32_t m, n, k;
-	uint32_t reserved;
+	uint32_t out; /* GEMMD_OUT_*: the type of C */
+	uint32_t a_sm, a_sk, b_sk, b_sn; /* elements */
+	float alpha, beta;
 };
-GEMMD_STATIC_ASSERT(sizeof(struct gemm_ref_args) == 40, "ref layout");
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_ref_args) == 72, "ref layout");
 
 /*
- * gemmd_compare_{bf16,fp16}: compare count elements of d (leading
- * dimension = n, dense) with the fp32 reference r, accumulating into
- * *stats.  exact != 0 compares with r rounded to the output type and no
- * tolerance; otherwise an element passes when |d - r| <= atol + rtol*|r|.
+ * gemmd_compare_{bf16,fp16,fp32} (the output type): compare count
+ * elements of d (leading dimension = n, dense) with the fp32 reference r,
+ * accumulating into *stats.  exact != 0 compares with r rounded to the
+ * output type (fp32: r itself) and no tolerance; otherwise an element
+ * passes when |d - r| <= atol + rtol * |r|.
  */
 struct gemm_cmp_args {
 	uint64_t d, r;
@@ -113,7 +186,7 @@ struct gemm_cmp_stats {
 	uint64_t mismatches;
 	uint64_t nan_count; /* NaN other than the poison pattern */
 	uint64_t inf_count;
-	uint64_t unwritten; /* still GEMMD_POISON_U16 */
+	uint64_t unwritten; /* still GEMMD_POISON_U16 / GEMMD_POISON_U32 */
 	uint64_t first_index; /* lowest mismatching linear index */
 	uint32_t max_abs_bits;
 	uint32_t max_rel_bits;

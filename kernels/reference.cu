@@ -52,16 +52,78 @@ __device__ __forceinline__ float draw(uint64_t h, uint32_t dist)
 	}
 }
 
+/*
+ * What the kernels here need of an element type: its bit pattern's
+ * width, the conversions, and the poison pattern of an output.
+ */
+template <typename T> struct elem;
+
+template <> struct elem<__nv_bfloat16> {
+	using bits = uint16_t;
+	static constexpr bits poison = GEMMD_POISON_U16;
+	static __device__ __forceinline__ float to_float(bits b)
+	{
+		return gemmd_type<__nv_bfloat16>::to_float(b);
+	}
+	static __device__ __forceinline__ bits from_float(float x)
+	{
+		return __bfloat16_as_ushort(
+			gemmd_type<__nv_bfloat16>::from_float(x));
+	}
+};
+
+template <> struct elem<__half> {
+	using bits = uint16_t;
+	static constexpr bits poison = GEMMD_POISON_U16;
+	static __device__ __forceinline__ float to_float(bits b)
+	{
+		return gemmd_type<__half>::to_float(b);
+	}
+	static __device__ __forceinline__ bits from_float(float x)
+	{
+		return __half_as_ushort(gemmd_type<__half>::from_float(x));
+	}
+};
+
+template <> struct elem<float> {
+	using bits = uint32_t;
+	static constexpr bits poison = GEMMD_POISON_U32;
+	static __device__ __forceinline__ float to_float(bits b)
+	{
+		return __uint_as_float(b);
+	}
+	static __device__ __forceinline__ bits from_float(float x)
+	{
+		return __float_as_uint(x);
+	}
+};
+
+/* x rounded to T and back: what a correct kernel stores for x. */
+template <typename T> __device__ __forceinline__ float round_to(float x)
+{
+	return elem<T>::to_float(elem<T>::from_float(x));
+}
+
 template <typename T> __device__ void init_kernel(const gemm_init_args &a)
 {
-	T *p = reinterpret_cast<T *>(a.p);
+	typename elem<T>::bits *p =
+		reinterpret_cast<typename elem<T>::bits *>(a.p);
 	const uint64_t key = mix64(a.seed ^ mix64(a.stream));
 	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
 	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
 	     i += step)
-		p[i] = gemmd_type<T>::from_float(
-			draw(hash_elem(key, i), a.dist));
+		p[i] = elem<T>::from_float(draw(hash_elem(key, i), a.dist));
+}
+
+template <typename B> __device__ void fill_kernel(const gemm_fill_args &a)
+{
+	B *p = reinterpret_cast<B *>(a.p);
+	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+
+	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
+	     i += step)
+		p[i] = static_cast<B>(a.value);
 }
 
 /* ---- reference GEMM ------------------------------------------------------ */
@@ -74,9 +136,37 @@ template <typename T> __device__ void init_kernel(const gemm_init_args &a)
 constexpr int ref_tile = 64;
 constexpr int ref_bk = 16;
 
-template <typename T> __device__ __forceinline__ float to_f32(uint16_t bits)
+/*
+ * Which element of the 64 x 16 slice load `idx` fetches: k fastest for a
+ * K-major operand, rows fastest otherwise, so that a warp reads
+ * consecutive addresses either way (and writes the padded smem rows
+ * without bank conflicts).
+ */
+__device__ __forceinline__ void ref_slot(bool k_major, uint32_t idx,
+					 uint32_t &row, uint32_t &kk)
 {
-	return gemmd_type<T>::to_float(bits);
+	if (k_major) {
+		row = idx / ref_bk;
+		kk = idx % ref_bk;
+	} else {
+		row = idx % ref_tile;
+		kk = idx / ref_tile;
+	}
+}
+
+/* Element i of C, in its output type, as fp32. */
+__device__ __forceinline__ float ref_c(const gemm_ref_args &args, uint64_t i)
+{
+	switch (args.out) {
+	case GEMMD_OUT_FP16:
+		return elem<__half>::to_float(
+			reinterpret_cast<const uint16_t *>(args.c)[i]);
+	case GEMMD_OUT_FP32:
+		return reinterpret_cast<const float *>(args.c)[i];
+	default:
+		return elem<__nv_bfloat16>::to_float(
+			reinterpret_cast<const uint16_t *>(args.c)[i]);
+	}
 }
 
 template <typename T> __device__ void ref_kernel(const gemm_ref_args &args)
@@ -88,25 +178,38 @@ template <typename T> __device__ void ref_kernel(const gemm_ref_args &args)
 	float *r = reinterpret_cast<float *>(args.r);
 	const uint32_t m0 = blockIdx.x * ref_tile, n0 = blockIdx.y * ref_tile;
 	const uint32_t tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+	const bool a_kmajor = args.a_sk == 1, b_kmajor = args.b_sk == 1;
+	const bool read_c = args.beta != 0.0f;
 	float acc[4][4] = {};
 
 	for (uint32_t k0 = 0; k0 < args.k; k0 += ref_bk) {
 #pragma unroll
 		for (int j = 0; j < 4; j++) {
 			const uint32_t idx = threadIdx.x + 256 * j;
-			const uint32_t row = idx / ref_bk, kk = idx % ref_bk;
-			const uint32_t gk = k0 + kk;
-			const uint32_t gm = m0 + row, gn = n0 + row;
+			uint32_t row, kk;
 
-			const uint64_t ia = static_cast<uint64_t>(gm) * args.k;
-			const uint64_t ib = static_cast<uint64_t>(gn) * args.k;
+			ref_slot(a_kmajor, idx, row, kk);
+			{
+				const uint32_t gm = m0 + row, gk = k0 + kk;
+				const uint64_t ia =
+					static_cast<uint64_t>(gm) * args.a_sm +
+					static_cast<uint64_t>(gk) * args.a_sk;
 
-			as[kk][row] = gm < args.m && gk < args.k ?
-					      to_f32<T>(a[ia + gk]) :
-					      0.0f;
-			bs[kk][row] = gn < args.n && gk < args.k ?
-					      to_f32<T>(b[ib + gk]) :
-					      0.0f;
+				as[kk][row] = gm < args.m && gk < args.k ?
+						      elem<T>::to_float(a[ia]) :
+						      0.0f;
+			}
+			ref_slot(b_kmajor, idx, row, kk);
+			{
+				const uint32_t gn = n0 + row, gk = k0 + kk;
+				const uint64_t ib =
+					static_cast<uint64_t>(gk) * args.b_sk +
+					static_cast<uint64_t>(gn) * args.b_sn;
+
+				bs[kk][row] = gn < args.n && gk < args.k ?
+						      elem<T>::to_float(b[ib]) :
+						      0.0f;
+			}
 		}
 		__syncthreads();
 #pragma unroll
@@ -121,16 +224,29 @@ template <typename T> __device__ void ref_kernel(const gemm_ref_args &args)
 		}
 		__syncthreads();
 	}
+	/*
+	 * The epilogue as plain fp32 operations: alpha * acc rounded, then
+	 * beta * c rounded and added.  With integer inputs and small integer
+	 * alpha and beta every step is exact, so a kernel that fuses them
+	 * differently still matches bit for bit.
+	 */
 #pragma unroll
 	for (int i = 0; i < 4; i++) {
 #pragma unroll
 		for (int j = 0; j < 4; j++) {
 			const uint32_t row = m0 + ty + 16 * i;
 			const uint32_t col = n0 + tx + 16 * j;
+			const uint64_t o =
+				static_cast<uint64_t>(row) * args.n + col;
+			float v;
 
-			if (row < args.m && col < args.n)
-				r[static_cast<uint64_t>(row) * args.n + col] =
-					acc[i][j];
+			if (row >= args.m || col >= args.n)
+				continue;
+			v = __fmul_rn(args.alpha, acc[i][j]);
+			if (read_c)
+				v = __fadd_rn(v, __fmul_rn(args.beta,
+							   ref_c(args, o)));
+			r[o] = v;
 		}
 	}
 }
@@ -152,17 +268,21 @@ __device__ __forceinline__ void cmp_bad(cmp_local &c, uint64_t i)
 }
 
 /*
- * Tolerances (chosen by the host, documented here because this is where
- * they are applied):
- *  - randint inputs: every product and partial sum is a small integer,
- *    exact in fp32 whatever the summation order, so D must equal the
- *    reference rounded to the output type bit for bit (exact = 1,
- *    atol = rtol = 0).  Any pipeline race or missed k-tile shows.
- *  - normal/uniform inputs: |d - r| <= atol + rtol * |r| with rtol the
- *    output format's epsilon (2^-7 bf16, 2^-10 fp16: twice the unit
- *    roundoff of the final rounding to D) and atol = K * 2^-20 for the
- *    different fp32 summation order of the tensor cores and the
- *    reference.
+ * Tolerances (chosen by the host, run_tolerance() in gpu.c, documented
+ * here because this is where they are applied):
+ *  - exact (randint inputs, integer alpha and beta, every value below
+ *    2^24): every product, partial sum and epilogue step is an integer
+ *    exact in fp32 whatever the order, so D must equal the reference
+ *    rounded to the output type (fp32: the reference itself) bit for bit
+ *    (atol = rtol = 0).  Any pipeline race or missed k-tile shows.
+ *  - otherwise |d - r| <= atol + rtol * |r| with atol = max(1, |alpha|)
+ *    * K * 2^-20 for the different fp32 summation order of the tensor
+ *    cores and the reference, scaled as alpha scales the sum; rtol is
+ *    the output format's epsilon (2^-7 bf16, 2^-10 fp16: twice the unit
+ *    roundoff of the final rounding to D).  An fp32 output has no final
+ *    rounding, so that term goes; what is left, 2^-22, covers the one or
+ *    two fp32 roundings of alpha * acc + beta * c, which a kernel may
+ *    fuse (fma) where the reference does not.
  * NaN, Inf and unwritten elements are mismatches and are kept out of the
  * error statistics.
  *
@@ -175,16 +295,17 @@ __device__ __forceinline__ void cmp_bad(cmp_local &c, uint64_t i)
  */
 template <typename T>
 __device__ __forceinline__ void cmp_elem(cmp_local &c, const gemm_cmp_args &a,
-					 uint16_t bits, float ref, uint64_t i)
+					 typename elem<T>::bits bits, float ref,
+					 uint64_t i)
 {
 	float got, want, err, tol;
 
-	if (bits == GEMMD_POISON_U16) {
+	if (bits == elem<T>::poison) {
 		c.unwritten++;
 		cmp_bad(c, i);
 		return;
 	}
-	got = gemmd_type<T>::to_float(bits);
+	got = elem<T>::to_float(bits);
 	if (isnan(got)) {
 		c.nan_count++;
 		cmp_bad(c, i);
@@ -195,8 +316,7 @@ __device__ __forceinline__ void cmp_elem(cmp_local &c, const gemm_cmp_args &a,
 		cmp_bad(c, i);
 		return;
 	}
-	want = a.exact ? static_cast<float>(gemmd_type<T>::from_float(ref)) :
-			 ref;
+	want = a.exact ? round_to<T>(ref) : ref;
 	err = fabsf(got - want);
 	tol = a.exact ? 0.0f : a.atol + a.rtol * fabsf(want);
 	c.max_abs = fmaxf(c.max_abs, err);
@@ -278,7 +398,8 @@ __device__ void cmp_flush(cmp_local &c, gemm_cmp_stats *s)
 
 template <typename T> __device__ void cmp_kernel(const gemm_cmp_args &a)
 {
-	const uint16_t *d = reinterpret_cast<const uint16_t *>(a.d);
+	const typename elem<T>::bits *d =
+		reinterpret_cast<const typename elem<T>::bits *>(a.d);
 	const float *r = reinterpret_cast<const float *>(a.r);
 	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 	cmp_local c = {};
@@ -305,25 +426,30 @@ extern "C" __global__ void gemmd_init_fp16(const struct gemm_init_args a)
 	init_kernel<__half>(a);
 }
 
-extern "C" __global__ void gemmd_fill_u16(const struct gemm_fill_args a)
+extern "C" __global__ void gemmd_init_fp32(const struct gemm_init_args a)
 {
-	uint16_t *p = reinterpret_cast<uint16_t *>(a.p);
-	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-
-	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
-	     i += step)
-		p[i] = static_cast<uint16_t>(a.value);
+	init_kernel<float>(a);
 }
 
-/* Block 256, grid (ceil(m/64), ceil(n/64)). */
+extern "C" __global__ void gemmd_fill_u16(const struct gemm_fill_args a)
+{
+	fill_kernel<uint16_t>(a);
+}
+
+extern "C" __global__ void gemmd_fill_u32(const struct gemm_fill_args a)
+{
+	fill_kernel<uint32_t>(a);
+}
+
+/* Block 256, grid (ceil(m/64), ceil(n/64)); named by the input type. */
 extern "C" __global__ void __launch_bounds__(256)
-	gemmd_ref_bf16_tn(const struct gemm_ref_args args)
+	gemmd_ref_bf16(const struct gemm_ref_args args)
 {
 	ref_kernel<__nv_bfloat16>(args);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-	gemmd_ref_fp16_tn(const struct gemm_ref_args args)
+	gemmd_ref_fp16(const struct gemm_ref_args args)
 {
 	ref_kernel<__half>(args);
 }
@@ -337,4 +463,9 @@ extern "C" __global__ void gemmd_compare_bf16(const struct gemm_cmp_args a)
 extern "C" __global__ void gemmd_compare_fp16(const struct gemm_cmp_args a)
 {
 	cmp_kernel<__half>(a);
+}
+
+extern "C" __global__ void gemmd_compare_fp32(const struct gemm_cmp_args a)
+{
+	cmp_kernel<float>(a);
 }

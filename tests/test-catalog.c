@@ -3,12 +3,14 @@
  * test-catalog - the catalog read from the real cubins of this build, and
  * the note parser on good and bad notes.  Needs no GPU.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "catalog.h"
 #include "check.h"
+#include "log.h"
 
 static const char *kernel_dir(void)
 {
@@ -17,6 +19,88 @@ static const char *kernel_dir(void)
 	return d ? d : "kernels";
 }
 
+/* A v2 note, as kernels/common.cuh's GEMMD_KERNEL_NOTE writes it. */
+static void test_note_v2(void)
+{
+	struct kernel_info k;
+	json_t *j;
+
+	CHECK_EQ_INT(kernel_info_parse(
+			     "kernel=gemmd_cooperative_bf16_tn_128x256x64 "
+			     "schedule=cooperative dtype=bf16 layout=tn "
+			     "tile=128x256x64 threads=384 smem_fixed=2048 "
+			     "smem_stage=49152 min_stages=2 max_stages=4 "
+			     "cluster=8 persistent=1 epilogue=direct,tma "
+			     "smem_epilogue=32768 out=bf16,fp16,fp32 "
+			     "arch=sm_90a",
+			     "gemmd_cooperative_bf16_tn_128x256x64.cubin", &k),
+		     0);
+	CHECK_EQ_INT(k.schedule, GEMM_SCHEDULE_COOPERATIVE);
+	CHECK_EQ_INT(k.cluster_max, 8);
+	CHECK(k.persistent);
+	CHECK_EQ_INT(k.epilogues, KERNEL_BIT(GEMM_EPILOGUE_DIRECT) |
+					  KERNEL_BIT(GEMM_EPILOGUE_TMA));
+	CHECK_EQ_INT(k.smem_epilogue, 32768);
+	CHECK_EQ_INT(k.outs, KERNEL_BIT(GEMM_DTYPE_BF16) |
+				     KERNEL_BIT(GEMM_DTYPE_FP16) |
+				     KERNEL_BIT(GEMM_DTYPE_FP32));
+	CHECK_STREQ(k.arch, "sm_90a");
+	CHECK(!kernel_is_sm80(&k));
+
+	j = kernel_info_to_json(&k);
+	CHECK(j != NULL);
+	CHECK_EQ_INT(json_integer_value(json_object_get(j, "cluster_max")), 8);
+	CHECK(json_is_true(json_object_get(j, "persistent")));
+	CHECK_EQ_INT(json_array_size(json_object_get(j, "epilogues")), 2);
+	CHECK_STREQ(json_string_value(
+			    json_array_get(json_object_get(j, "epilogues"), 1)),
+		    "tma");
+	CHECK_EQ_INT(json_array_size(json_object_get(j, "outs")), 3);
+	CHECK_STREQ(json_string_value(
+			    json_array_get(json_object_get(j, "outs"), 2)),
+		    "fp32");
+	CHECK_EQ_INT(json_integer_value(json_object_get(j, "smem_epilogue")),
+		     32768);
+	CHECK_STREQ(json_string_value(json_object_get(j, "arch")), "sm_90a");
+	json_decref(j);
+
+	/* every schedule and layout name */
+	CHECK_EQ_INT(kernel_info_parse("kernel=a schedule=multistage "
+				       "dtype=fp16 layout=nt tile=128x128x32 "
+				       "threads=128 smem_stage=16384 "
+				       "min_stages=2 max_stages=5 cluster=1 "
+				       "persistent=0 arch=sm_80",
+				       "a.cubin", &k),
+		     0);
+	CHECK_EQ_INT(k.schedule, GEMM_SCHEDULE_MULTISTAGE);
+	CHECK_EQ_INT(k.layout, GEMM_LAYOUT_NT);
+	CHECK(!k.persistent);
+	CHECK(kernel_is_sm80(&k));
+	/* defaults: the direct epilogue only, the input type out */
+	CHECK_EQ_INT(k.epilogues, KERNEL_BIT(GEMM_EPILOGUE_DIRECT));
+	CHECK_EQ_INT(k.outs, KERNEL_BIT(GEMM_DTYPE_FP16));
+
+	/* bad v2 values spoil the note */
+#define NOTE                                                            \
+	"kernel=a schedule=pingpong tile=1x1x1 threads=1 smem_stage=1 " \
+	"min_stages=1 max_stages=1 "
+	CHECK_EQ_INT(kernel_info_parse(NOTE "cluster=16", "x", &k), 0);
+	CHECK(kernel_info_parse(NOTE "cluster=0", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "cluster=17", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "cluster=4x8", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "cluster=65536x65536", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "persistent=2", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "epilogue=direct,smem", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "epilogue=,", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "out=bf16,fp64", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "smem_epilogue=-1", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "arch=90", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "arch=sm_", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "dtype=fp32", "x", &k) < 0);
+#undef NOTE
+}
+
+/* A v1 note: the first ws kernels, "cluster=1x1" and a single "out". */
 static void test_note_parse(void)
 {
 	struct kernel_info k;
@@ -34,8 +118,17 @@ static void test_note_parse(void)
 	CHECK_EQ_INT(k.threads, 384);
 	CHECK_EQ_INT(k.smem_stage, 49152);
 	CHECK_EQ_INT(k.max_stages, 4);
-	CHECK_EQ_INT(k.cluster_x, 1);
-	CHECK_EQ_INT(k.out, GEMM_DTYPE_BF16);
+	CHECK_EQ_INT(k.cluster_max, 1);
+	CHECK_EQ_INT(k.outs, KERNEL_BIT(GEMM_DTYPE_BF16));
+	CHECK_EQ_INT(k.epilogues, KERNEL_BIT(GEMM_EPILOGUE_DIRECT));
+	CHECK(!k.persistent);
+	CHECK_STREQ(k.arch, "sm_90a");
+	CHECK_EQ_INT(kernel_info_parse("kernel=a schedule=ws tile=1x1x1 "
+				       "threads=1 smem_stage=1 min_stages=1 "
+				       "max_stages=1 cluster=2x4",
+				       "x", &k),
+		     0);
+	CHECK_EQ_INT(k.cluster_max, 8);
 
 	/* missing essentials, bad values, unknown schedules */
 	CHECK(kernel_info_parse("schedule=ws tile=1x1x1", "x", &k) < 0);
@@ -51,32 +144,50 @@ static void test_note_parse(void)
 	CHECK(kernel_info_parse("garbage", "x", &k) < 0);
 }
 
-/* The real cubins: every ws kernel the build makes, with sane limits. */
+/*
+ * The real cubins, one kernel per file or many: every note parses into a
+ * kernel of its own file with sane limits, and there is a ws kernel.
+ */
 static void test_real_cubins(void)
 {
 	struct catalog *c = NULL;
 	const struct kernel_info *k;
-	unsigned int bf16 = 0, fp16 = 0;
+	int level = log_get_max_level();
+	unsigned int ws = 0;
 	size_t i;
 
+	/* debug: the catalog names each note it cannot read */
+	log_set_max_level(LOG_DEBUG);
 	CHECK_EQ_INT(catalog_load(kernel_dir(), &c), 0);
-	CHECK(catalog_size(c) >= 4);
+	log_set_max_level(level);
+	CHECK(catalog_size(c) >= 1);
+	/* a note the daemon cannot read hides its kernel: a build bug */
+	CHECK_EQ_INT(catalog_bad_notes(c), 0);
 	for (i = 0; i < catalog_size(c); i++) {
+		unsigned int fixed;
+
 		k = catalog_get(c, i);
+		fixed = k->smem_fixed +
+			((k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_TMA)) ?
+				 k->smem_epilogue :
+				 0);
 		CHECK(!strncmp(k->name, "gemmd_", 6));
-		CHECK_STREQ(k->cubin, "gemm_ws.cubin");
+		CHECK(strlen(k->cubin) > 6);
 		CHECK(k->threads % 128 == 0);
-		CHECK(k->tile.k == 64);
-		CHECK(k->min_stages >= 2);
-		CHECK(k->smem_fixed + k->max_stages * k->smem_stage <= 232448);
-		CHECK(k->smem_fixed + (k->max_stages + 1) * k->smem_stage >
-		      232448);
-		bf16 += k->dtype == GEMM_DTYPE_BF16;
-		fp16 += k->dtype == GEMM_DTYPE_FP16;
+		CHECK(k->min_stages >= 1);
+		CHECK(k->cluster_max >= 1 && k->cluster_max <= 16);
+		CHECK(k->outs & KERNEL_BIT(k->dtype));
+		CHECK(k->epilogues != 0);
+		/* the fewest stages fit, with either epilogue */
+		if (fixed + k->min_stages * k->smem_stage > 232448) {
+			fprintf(stderr, "  %s: %u stages do not fit\n", k->name,
+				k->min_stages);
+			CHECK(0);
+		}
+		ws += k->schedule == GEMM_SCHEDULE_WS;
 	}
-	CHECK(bf16 >= 2 && fp16 >= 2);
+	CHECK(ws >= 1);
 	k = catalog_find(c, "gemmd_ws_bf16_tn_128x256x64");
-	CHECK(k != NULL);
 	if (k) {
 		CHECK_EQ_INT(k->tile.m, 128);
 		CHECK_EQ_INT(k->smem_stage, (128 + 256) * 64 * 2);
@@ -84,6 +195,31 @@ static void test_real_cubins(void)
 	/* The reference cubin has kernels but no notes: nothing listed. */
 	CHECK(catalog_find(c, "gemmd_ref_bf16_tn") == NULL);
 	catalog_free(c);
+}
+
+/* A cubin of the kernel directory that holds a note, for test_corrupt. */
+static int find_cubin(char *path, size_t len)
+{
+	struct dirent *de;
+	DIR *d = opendir(kernel_dir());
+	int r = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while (r < 0 && (de = readdir(d))) {
+		struct catalog *c;
+		size_t n = strlen(de->d_name);
+
+		if (n <= 6 || strcmp(de->d_name + n - 6, ".cubin"))
+			continue;
+		snprintf(path, len, "%s/%s", kernel_dir(), de->d_name);
+		c = catalog_new();
+		if (c && catalog_read_cubin(c, path) > 0)
+			r = 0;
+		catalog_free(c);
+	}
+	closedir(d);
+	return r;
 }
 
 /* A truncated or corrupt cubin is refused, never crashes the reader. */
@@ -95,7 +231,7 @@ static void test_corrupt(void)
 	ssize_t n, cut;
 	int fd;
 
-	snprintf(src, sizeof(src), "%s/gemm_ws.cubin", kernel_dir());
+	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
 	fd = open(src, O_RDONLY);
 	CHECK(fd >= 0);
 	if (fd < 0)
@@ -120,6 +256,7 @@ static void test_corrupt(void)
 int main(void)
 {
 	RUN_TEST(test_note_parse);
+	RUN_TEST(test_note_v2);
 	RUN_TEST(test_real_cubins);
 	RUN_TEST(test_corrupt);
 	return check_exit();

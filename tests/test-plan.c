@@ -7,18 +7,40 @@
 #include "plan.h"
 #include "spec.h"
 
+/* The v2 keys of a kernel with both epilogues and every output type. */
+#define V2 "epilogue=direct,tma smem_epilogue=32768 out=bf16,fp16,fp32"
+
 static struct catalog *make_catalog(void)
 {
 	static const char *const notes[] = {
 		"kernel=k_bf16_128 schedule=ws dtype=bf16 layout=tn "
 		"tile=128x128x64 threads=384 smem_fixed=2048 smem_stage=32768 "
-		"min_stages=2 max_stages=7 cluster=1x1",
+		"min_stages=2 max_stages=7 cluster=2 persistent=0 "
+		"epilogue=direct,tma smem_epilogue=32768 out=bf16,fp32 "
+		"arch=sm_90a",
+		/* v1 notes: direct epilogue, D of the input type, no cluster */
 		"kernel=k_bf16_256 schedule=ws dtype=bf16 layout=tn "
 		"tile=128x256x64 threads=384 smem_fixed=2048 smem_stage=49152 "
 		"min_stages=2 max_stages=4 cluster=1x1",
 		"kernel=k_fp16_128 schedule=ws dtype=fp16 layout=tn "
 		"tile=128x128x64 threads=384 smem_fixed=2048 smem_stage=32768 "
 		"min_stages=2 max_stages=7 cluster=1x1",
+		"kernel=k_coop schedule=cooperative dtype=bf16 layout=tn "
+		"tile=128x256x64 threads=384 smem_fixed=2048 smem_stage=49152 "
+		"min_stages=2 max_stages=4 cluster=8 persistent=1 " V2,
+		"kernel=k_nt schedule=ws dtype=bf16 layout=nt tile=128x128x64 "
+		"threads=384 smem_fixed=2048 smem_stage=32768 min_stages=2 "
+		"max_stages=7 cluster=1 " V2,
+		"kernel=k_nn schedule=ws dtype=bf16 layout=nn tile=128x128x64 "
+		"threads=384 smem_fixed=2048 smem_stage=32768 min_stages=2 "
+		"max_stages=7 cluster=1 " V2,
+		"kernel=k_tt schedule=ws dtype=bf16 layout=tt tile=128x128x64 "
+		"threads=384 smem_fixed=2048 smem_stage=32768 min_stages=2 "
+		"max_stages=7 cluster=1 " V2,
+		"kernel=k_ms schedule=multistage dtype=bf16 layout=nt "
+		"tile=128x128x32 threads=256 smem_fixed=2048 smem_stage=16384 "
+		"min_stages=2 max_stages=8 cluster=1 persistent=0 "
+		"epilogue=direct out=bf16,fp16,fp32 arch=sm_80",
 	};
 	struct catalog *c = catalog_new();
 	struct kernel_info k;
@@ -48,11 +70,28 @@ static void expect_422(const struct catalog *c, const char *body,
 {
 	struct gemmd_error err;
 	struct gemm_plan p;
+	int r = plan(c, body, dev, &p, &err);
 
-	CHECK(plan(c, body, dev, &p, &err) < 0);
+	CHECK(r < 0);
 	CHECK_EQ_INT(err.status, 422);
 	CHECK_STREQ(err.field, field);
 	CHECK(err.message[0]);
+	if (r >= 0 || strcmp(err.field, field))
+		fprintf(stderr, "  body: %s\n  got: %s %s\n", body, err.field,
+			err.message);
+}
+
+/* Expect the job to plan; the plan in *p. */
+static void expect_plan(const struct catalog *c, const char *body,
+			const struct device_limits *dev, struct gemm_plan *p)
+{
+	struct gemmd_error err;
+	int r = plan(c, body, dev, p, &err);
+
+	CHECK_EQ_INT(r, 0);
+	if (r < 0)
+		fprintf(stderr, "  body: %s\n  got: %s %s\n", body, err.field,
+			err.message);
 }
 
 static void test_geometry(void)
@@ -68,13 +107,305 @@ static void test_geometry(void)
 		     0);
 	CHECK_STREQ(p.kernel, "k_bf16_256");
 	CHECK_STREQ(p.cubin, "gemm_ws.cubin");
-	CHECK_EQ_INT(p.grid[0], 8); /* ceil(1000 / 128) */
-	CHECK_EQ_INT(p.grid[1], 6); /* ceil(1500 / 256) */
+	/* ceil(1000 / 128) x ceil(1500 / 256) tiles, one unit each */
+	CHECK_EQ_INT(p.units, 8 * 6);
+	CHECK_EQ_INT(p.grid[0], 48);
+	CHECK_EQ_INT(p.grid[1], 1);
 	CHECK_EQ_INT(p.grid[2], 1);
 	CHECK_EQ_INT(p.block[0], 384);
 	CHECK_EQ_INT(p.cluster[0], 1);
+	CHECK_EQ_INT(p.cluster[1], 1);
+	CHECK_EQ_INT(p.cluster[2], 1);
 	CHECK_EQ_INT(p.stages, 3);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 3 * 49152);
+	CHECK(!p.persistent);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+
+	/* tiles 8 x 12 in clusters of 2 x 1: units 4 x 12 */
+	expect_plan(c,
+		    "{\"m\":1000,\"n\":1500,\"k\":1032,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"cluster\":[2,1]}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_bf16_128");
+	CHECK_EQ_INT(p.units, 48);
+	CHECK_EQ_INT(p.grid[0], 96);
+	CHECK_EQ_INT(p.grid[1], 1);
+	CHECK_EQ_INT(p.cluster[0], 2);
+	CHECK_EQ_INT(p.cluster[1], 1);
+	/* an odd count rounds up: 9 x 12 tiles in 1 x 2 clusters, 9 x 6 */
+	expect_plan(c,
+		    "{\"m\":1100,\"n\":1500,\"k\":64,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"cluster\":[1,2]}}",
+		    NULL, &p);
+	CHECK_EQ_INT(p.units, 9 * 6);
+	CHECK_EQ_INT(p.grid[0], 54);
+	CHECK_EQ_INT(p.grid[1], 2);
+	CHECK_EQ_INT(p.cluster[1], 2);
+	/* persistent: the full figure; the worker cuts it down */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":64,\"kernel\":"
+		    "{\"schedule\":\"cooperative\",\"cluster\":[2,4]}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
+	CHECK(p.persistent);
+	CHECK_EQ_INT(p.units, 16 * 4); /* 32 x 16 tiles */
+	CHECK_EQ_INT(p.grid[0], 128);
+	CHECK_EQ_INT(p.grid[1], 4);
+	catalog_free(c);
+}
+
+/* The output type and the epilogue the kernel offers; the cluster. */
+static void test_offers(void)
+{
+	struct catalog *c = make_catalog();
+	struct device_limits h100 = { .sm_count = 132, .smem_optin = 232448 };
+	struct gemm_plan p;
+
+	/* fp32 out: only k_bf16_128 has it, even where 128x256 would win */
+	expect_plan(c, "{\"m\":8192,\"n\":8192,\"k\":8192}", &h100, &p);
+	CHECK_STREQ(p.kernel, "k_bf16_256");
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":8192,"
+		    "\"out_dtype\":\"fp32\"}",
+		    &h100, &p);
+	CHECK_STREQ(p.kernel, "k_bf16_128");
+	expect_422(c, "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp16\"}",
+		   NULL, "out_dtype");
+	/* cuBLASLt has no bf16 -> fp16 GEMM; fp32 out is fine */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp16\","
+		   "\"kernel\":{\"schedule\":\"cooperative\"},"
+		   "\"baseline\":\"cublas\"}",
+		   NULL, "baseline");
+	expect_plan(c,
+		    "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp32\","
+		    "\"kernel\":{\"schedule\":\"cooperative\"},"
+		    "\"baseline\":\"cublas\"}",
+		    NULL, &p);
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"dtype\":\"fp16\","
+		   "\"out_dtype\":\"fp32\"}",
+		   NULL, "out_dtype");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp32\","
+		   "\"kernel\":{\"tile\":\"128x256x64\"}}",
+		   NULL, "out_dtype");
+	/* the tma epilogue: k_bf16_256 has none */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
+		   "{\"tile\":\"128x256x64\",\"epilogue\":\"tma\"}}",
+		   NULL, "kernel.epilogue");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"nt\","
+		   "\"kernel\":{\"schedule\":\"multistage\","
+		   "\"epilogue\":\"tma\"}}",
+		   NULL, "kernel.epilogue");
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":64,\"kernel\":"
+		    "{\"epilogue\":\"tma\"}}",
+		    &h100, &p);
+	CHECK_STREQ(p.kernel, "k_bf16_128");
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	/* clusters: the kernel's limit, x * y */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
+		   "{\"tile\":\"128x256x64\",\"cluster\":[2,1]}}",
+		   NULL, "kernel.cluster");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
+		   "{\"cluster\":[1,4]}}",
+		   NULL, "kernel.cluster");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
+		   "{\"schedule\":\"cooperative\",\"cluster\":[4,4]}}",
+		   NULL, "kernel.cluster");
+	/* a cluster picks the kernel that takes it */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":64,\"kernel\":"
+		    "{\"cluster\":[2,1]}}",
+		    &h100, &p);
+	CHECK_STREQ(p.kernel, "k_bf16_128");
+	expect_plan(c,
+		    "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
+		    "{\"schedule\":\"cooperative\",\"cluster\":[8,1]}}",
+		    NULL, &p);
+	CHECK_EQ_INT(p.grid[0], 8);
+	catalog_free(c);
+}
+
+/* Shared memory: the tma epilogue's bytes come off the stage ring. */
+static void test_epilogue_stages(void)
+{
+	struct catalog *c = make_catalog();
+	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
+	struct gemm_plan p;
+
+	/* direct: (232448 - 2048) / 32768 = 7 stages */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 7);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 7 * 32768);
+	/* tma: (232448 - 2048 - 32768) / 32768 = 6 */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"tma\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 6);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 6 * 32768 + 32768);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	expect_422(c,
+		   "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		   "{\"tile\":\"128x128x64\",\"epilogue\":\"tma\","
+		   "\"stages\":7}}",
+		   &dev, "kernel.stages");
+	/* 120000 bytes: two 128x256 stages, but not beside the epilogue */
+	dev.smem_optin = 120000;
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"schedule\":\"cooperative\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 2);
+	expect_422(c,
+		   "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		   "{\"schedule\":\"cooperative\",\"epilogue\":\"tma\"}}",
+		   &dev, "kernel.epilogue");
+	/* too little for any stage ring: the stages are at fault */
+	dev.smem_optin = 60000;
+	expect_422(c,
+		   "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		   "{\"schedule\":\"cooperative\"}}",
+		   &dev, "kernel.stages");
+	catalog_free(c);
+}
+
+#define SHAPE(layout, m, n, k, rest)                                   \
+	"{\"m\":" #m ",\"n\":" #n ",\"k\":" #k ",\"layout\":\"" layout \
+	"\"" rest "}"
+
+/* Rows read through TMA are 16-byte aligned: 8 elements of bf16. */
+static void test_alignment(void)
+{
+	struct catalog *c = make_catalog();
+	struct gemm_plan p;
+
+	/* tn: A and B both have rows of k */
+	expect_422(c, SHAPE("tn", 1000, 1000, 1004, ""), NULL, "k");
+	expect_plan(c, SHAPE("tn", 1001, 1003, 1000, ""), NULL, &p);
+	/* nt: A rows of m, B rows of n */
+	expect_422(c, SHAPE("nt", 1001, 1000, 1000, ""), NULL, "m");
+	expect_422(c, SHAPE("nt", 1000, 1001, 1000, ""), NULL, "n");
+	expect_plan(c, SHAPE("nt", 1000, 1000, 1001, ""), NULL, &p);
+	CHECK_STREQ(p.kernel, "k_nt");
+	/* nn: A rows of m, B rows of k */
+	expect_422(c, SHAPE("nn", 1001, 1000, 1000, ""), NULL, "m");
+	expect_422(c, SHAPE("nn", 1000, 1000, 1001, ""), NULL, "k");
+	expect_plan(c, SHAPE("nn", 1000, 1001, 1000, ""), NULL, &p);
+	CHECK_STREQ(p.kernel, "k_nn");
+	/* tt: A rows of k, B rows of n */
+	expect_422(c, SHAPE("tt", 1000, 1000, 1001, ""), NULL, "k");
+	expect_422(c, SHAPE("tt", 1000, 1001, 1000, ""), NULL, "n");
+	expect_plan(c, SHAPE("tt", 1001, 1000, 1000, ""), NULL, &p);
+	CHECK_STREQ(p.kernel, "k_tt");
+	/* sm_80 (cp.async): the layout's rule and k a multiple of 8 too */
+	expect_422(c,
+		   SHAPE("nt", 1000, 1000, 1001,
+			 ",\"kernel\":{\"schedule\":\"multistage\"}"),
+		   NULL, "k");
+	expect_422(c,
+		   SHAPE("nt", 1000, 1001, 1000,
+			 ",\"kernel\":{\"schedule\":\"multistage\"}"),
+		   NULL, "n");
+	expect_plan(c,
+		    SHAPE("nt", 1000, 1000, 1000,
+			  ",\"kernel\":{\"schedule\":\"multistage\"}"),
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_ms");
+	CHECK_EQ_INT(p.block[0], 256);
+	/* the tma epilogue stores rows of n outputs: 16 bytes */
+	expect_422(c,
+		   SHAPE("tn", 1000, 1004, 64,
+			 ",\"kernel\":{\"epilogue\":\"tma\"}"),
+		   NULL, "kernel.epilogue");
+	expect_plan(c,
+		    SHAPE("tn", 1000, 1000, 64,
+			  ",\"kernel\":{\"epilogue\":\"tma\"}"),
+		    NULL, &p);
+	expect_422(c,
+		   SHAPE("tn", 1000, 1002, 64,
+			 ",\"out_dtype\":\"fp32\",\"kernel\":"
+			 "{\"epilogue\":\"tma\"}"),
+		   NULL, "kernel.epilogue");
+	expect_plan(c,
+		    SHAPE("tn", 1000, 1004, 64,
+			  ",\"out_dtype\":\"fp32\",\"kernel\":"
+			  "{\"epilogue\":\"tma\"}"),
+		    NULL, &p);
+	/* beta with the tma epilogue is fine; the direct one takes any n */
+	expect_plan(c,
+		    SHAPE("tn", 1000, 1000, 64,
+			  ",\"beta\":1,\"kernel\":{\"epilogue\":\"tma\"}"),
+		    NULL, &p);
+	expect_plan(c, SHAPE("tn", 1000, 1001, 64, ""), NULL, &p);
+	catalog_free(c);
+}
+
+/* Raster and swizzle left open: the rule in plan.c's pick_order(). */
+static void test_order(void)
+{
+	struct catalog *c = make_catalog();
+	struct device_limits h100 = { .sm_count = 132, .smem_optin = 232448 };
+	struct gemm_plan p;
+
+#define T128 "\"tile\":\"128x128x64\""
+	/* 8 x 12 units, 96 CTAs: one wave, plain order along the short M */
+	expect_plan(c, "{\"m\":1000,\"n\":1500,\"k\":64,\"kernel\":{" T128 "}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(p.swizzle, 1);
+	/* 64 x 16 units: along the short N, bands of 8 across M */
+	expect_plan(c, "{\"m\":8192,\"n\":2048,\"k\":64,\"kernel\":{" T128 "}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_N);
+	CHECK_EQ_INT(p.swizzle, 8);
+	/* square: along_m */
+	expect_plan(c, "{\"m\":4096,\"n\":4096,\"k\":64,\"kernel\":{" T128 "}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(p.swizzle, 8);
+	/* a raster asked for: the band is cut across N, 4 units wide */
+	expect_plan(c,
+		    "{\"m\":65536,\"n\":512,\"k\":64,\"kernel\":{" T128
+		    ",\"raster\":\"along_m\"}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(p.swizzle, 1);
+	/* ... and with along_n, 512 units across M */
+	expect_plan(c, "{\"m\":65536,\"n\":512,\"k\":64,\"kernel\":{" T128 "}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_N);
+	CHECK_EQ_INT(p.swizzle, 8);
+	/* units are clusters: 2 x 1 clusters of 8 x 12 tiles are 4 x 12 */
+	expect_plan(c,
+		    "{\"m\":1000,\"n\":1500,\"k\":64,\"kernel\":{" T128
+		    ",\"cluster\":[2,1]}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(p.swizzle, 1); /* 96 CTAs */
+	/* what the job asks for is kept */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":2048,\"k\":64,\"kernel\":{" T128
+		    ",\"raster\":\"along_m\",\"swizzle\":2}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(p.swizzle, 2);
+	/* a GPU with more SMs than CTAs: one wave, plain order */
+	h100.sm_count = 1024;
+	expect_plan(c, "{\"m\":8192,\"n\":2048,\"k\":64,\"kernel\":{" T128 "}}",
+		    &h100, &p);
+	CHECK_EQ_INT(p.swizzle, 1);
+#undef T128
 	catalog_free(c);
 }
 
@@ -130,9 +461,13 @@ static void test_refusals(void)
 		   NULL, "kernel.tile");
 	expect_422(c,
 		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
-		   "{\"cluster\":[2,1]}}",
+		   "{\"cluster\":[2,2]}}",
 		   NULL, "kernel.cluster");
 	expect_422(c, "{\"m\":65536,\"n\":65536,\"k\":8192}", &small, "m");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"nt\","
+		   "\"kernel\":{\"schedule\":\"pingpong\"}}",
+		   NULL, "kernel.schedule");
 	catalog_free(c);
 	c = catalog_new();
 	expect_422(c, "{\"m\":64,\"n\":64,\"k\":64}", NULL, "kernel.schedule");
@@ -146,11 +481,52 @@ static void test_json_round_trip(void)
 	struct gemm_plan a, b;
 	json_t *j;
 
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
 	CHECK_EQ_INT(plan(c, "{\"m\":300,\"n\":200,\"k\":128}", NULL, &a, &err),
 		     0);
 	j = plan_to_json(&a);
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	json_decref(j);
+
+	CHECK_EQ_INT(plan(c,
+			  "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":"
+			  "{\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+			  "\"epilogue\":\"tma\",\"raster\":\"along_n\"}}",
+			  NULL, &a, &err),
+		     0);
+	j = plan_to_json(&a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "raster")), "along_n");
+	CHECK_EQ_INT(json_integer_value(json_object_get(j, "swizzle")), 8);
+	CHECK_STREQ(json_string_value(json_object_get(j, "epilogue")), "tma");
+	CHECK(json_is_true(json_object_get(j, "persistent")));
+	CHECK_EQ_INT(json_integer_value(json_object_get(j, "units")), 16 * 16);
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+
+	/* strict: the worker is ours, anything odd is a bug */
+	json_object_set_new(j, "raster", json_string("auto"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "raster", json_string("along_m"));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	json_object_set_new(j, "swizzle", json_integer(3));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "swizzle", json_integer(1));
+	json_object_set_new(j, "epilogue", json_string("smem"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "epilogue", json_string("direct"));
+	json_object_set_new(j, "units", json_integer(0));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_del(j, "units");
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "units", json_integer(4));
+	json_object_set_new(j, "persistent", json_integer(1));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "persistent", json_false());
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	json_object_set_new(j, "extra", json_true());
+	CHECK(plan_from_json(j, &b) < 0);
 	json_decref(j);
 	catalog_free(c);
 }
@@ -259,6 +635,49 @@ static void test_baseline_budget(void)
 	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
 }
 
+/* A, B (dtype), D and C when beta is not 0 (out_dtype), the reference. */
+static void test_memory(void)
+{
+	const uint64_t mn = 4096ull * 2048, mk = 4096ull * 1024,
+		       nk = 2048ull * 1024;
+	struct gemm_spec s;
+
+	spec_init(&s);
+	s.m = 4096;
+	s.n = 2048;
+	s.k = 1024;
+	CHECK(!plan_reads_c(&s));
+	CHECK_EQ_INT(plan_memory_bytes(&s), 2 * (mk + nk) + 2 * mn + 4 * mn);
+	s.out = GEMM_DTYPE_FP32;
+	CHECK_EQ_INT(plan_memory_bytes(&s), 2 * (mk + nk) + 4 * mn + 4 * mn);
+	s.beta = -0.5;
+	CHECK(plan_reads_c(&s));
+	CHECK_EQ_INT(plan_memory_bytes(&s),
+		     2 * (mk + nk) + 2 * 4 * mn + 4 * mn);
+	s.beta = -0.0;
+	CHECK(!plan_reads_c(&s));
+}
+
+/* Layouts other than tn may use cuBLASLt: the worker supports them. */
+static void test_layouts_cublas(void)
+{
+	struct catalog *c = make_catalog();
+	struct gemmd_error err;
+	struct gemm_plan p;
+
+	expect_plan(c,
+		    "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"tt\","
+		    "\"baseline\":\"cublas\",\"verify\":{\"reference\":"
+		    "\"cublas\"}}",
+		    NULL, &p);
+	CHECK_EQ_INT(check_baseline("{\"m\":64,\"n\":64,\"k\":64,"
+				    "\"layout\":\"nn\",\"baseline\":"
+				    "\"cublas\"}",
+				    true, &err),
+		     0);
+	catalog_free(c);
+}
+
 static void test_deadline(void)
 {
 	struct gemm_spec s;
@@ -279,6 +698,10 @@ static void test_deadline(void)
 int main(void)
 {
 	RUN_TEST(test_geometry);
+	RUN_TEST(test_offers);
+	RUN_TEST(test_epilogue_stages);
+	RUN_TEST(test_alignment);
+	RUN_TEST(test_order);
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_json_round_trip);
@@ -286,5 +709,7 @@ int main(void)
 	RUN_TEST(test_baseline);
 	RUN_TEST(test_baseline_devices);
 	RUN_TEST(test_baseline_budget);
+	RUN_TEST(test_memory);
+	RUN_TEST(test_layouts_cublas);
 	return check_exit();
 }

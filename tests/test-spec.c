@@ -47,6 +47,12 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.stages, 0);
 	CHECK_EQ_INT(s.cluster_x, 1);
 	CHECK_EQ_INT(s.cluster_y, 1);
+	CHECK_EQ_INT(s.out, GEMM_DTYPE_BF16);
+	CHECK_EQ_INT(s.raster, GEMM_RASTER_AUTO);
+	CHECK_EQ_INT(s.swizzle, 0);
+	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_DIRECT);
+	CHECK(fabs(s.alpha - 1.0) < 1e-15);
+	CHECK(fabs(s.beta) < 1e-15);
 	CHECK_EQ_INT(s.warmup, 10);
 	CHECK_EQ_INT(s.iterations, 0); /* the stopping rule decides */
 	CHECK_EQ_INT(s.timing_mode, GEMM_TIMING_COLD);
@@ -125,6 +131,14 @@ static void test_round_trip(void)
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":\"cublas\","
 		   "\"verify\":{\"reference\":\"cublas\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":null}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"dtype\":\"fp16\","
+		   "\"out_dtype\":\"fp32\",\"layout\":\"nt\","
+		   "\"alpha\":0.1,\"beta\":-2.5,\"kernel\":{"
+		   "\"schedule\":\"pingpong\",\"cluster\":[2,4],"
+		   "\"raster\":\"along_n\",\"swizzle\":4,"
+		   "\"epilogue\":\"tma\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{\"swizzle\":null,"
+		   "\"raster\":\"auto\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
@@ -157,6 +171,148 @@ static void test_timing_json(void)
 		     100);
 	CHECK(json_is_false(json_object_get(t, "samples")));
 	json_decref(j);
+}
+
+/* The fields of the kernel family: values in, defaults, JSON out. */
+static void test_family(void)
+{
+	static const char *const schedules[] = {
+		"ws",	       "cooperative", "pingpong",
+		"interleaved", "multistage",  "pipelined",
+	};
+	static const char *const layouts[] = { "tn", "nt", "nn", "tt" };
+	struct gemmd_error err;
+	struct gemm_spec s;
+	char body[256];
+	json_t *j, *k;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(schedules); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"m\":8,\"n\":8,\"k\":8,\"kernel\":"
+			 "{\"schedule\":\"%s\"}}",
+			 schedules[i]);
+		CHECK_EQ_INT(parse(body, &s, &err), 0);
+		CHECK_EQ_INT(s.schedule, i);
+		CHECK_STREQ(gemm_schedule_to_string(s.schedule), schedules[i]);
+	}
+	for (i = 0; i < ARRAY_SIZE(layouts); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"m\":8,\"n\":8,\"k\":8,\"layout\":\"%s\"}",
+			 layouts[i]);
+		CHECK_EQ_INT(parse(body, &s, &err), 0);
+		CHECK_EQ_INT(s.layout, i);
+	}
+
+	/* out_dtype follows dtype, wherever the keys come */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"dtype\":\"fp16\"}", &s,
+			   &err),
+		     0);
+	CHECK_EQ_INT(s.out, GEMM_DTYPE_FP16);
+	CHECK_EQ_INT(parse("{\"out_dtype\":\"bf16\",\"m\":8,\"n\":8,"
+			   "\"k\":8,\"dtype\":\"fp16\"}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.dtype, GEMM_DTYPE_FP16);
+	CHECK_EQ_INT(s.out, GEMM_DTYPE_BF16);
+	CHECK_EQ_INT(gemm_dtype_size(GEMM_DTYPE_FP32), 4);
+
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"out_dtype\":\"fp32\","
+			   "\"alpha\":-1000000,\"beta\":1e6,\"kernel\":{"
+			   "\"cluster\":[8,2],\"raster\":\"along_m\","
+			   "\"swizzle\":8,\"epilogue\":\"tma\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.dtype, GEMM_DTYPE_BF16);
+	CHECK_EQ_INT(s.out, GEMM_DTYPE_FP32);
+	CHECK(fabs(s.alpha + 1e6) < 1e-9);
+	CHECK(fabs(s.beta - 1e6) < 1e-9);
+	CHECK_EQ_INT(s.cluster_x, 8);
+	CHECK_EQ_INT(s.cluster_y, 2);
+	CHECK_EQ_INT(s.raster, GEMM_RASTER_ALONG_M);
+	CHECK_EQ_INT(s.swizzle, 8);
+	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_TMA);
+
+	j = spec_to_json(&s);
+	k = json_object_get(j, "kernel");
+	CHECK_STREQ(json_string_value(json_object_get(j, "out_dtype")), "fp32");
+	CHECK(fabs(json_number_value(json_object_get(j, "alpha")) + 1e6) <
+	      1e-9);
+	CHECK(json_is_number(json_object_get(j, "beta")));
+	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "along_m");
+	CHECK_EQ_INT(json_integer_value(json_object_get(k, "swizzle")), 8);
+	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "tma");
+	json_decref(j);
+
+	/* the defaults as the API shows them */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8}", &s, &err), 0);
+	j = spec_to_json(&s);
+	k = json_object_get(j, "kernel");
+	CHECK_STREQ(json_string_value(json_object_get(j, "out_dtype")), "bf16");
+	CHECK(fabs(json_number_value(json_object_get(j, "alpha")) - 1.0) <
+	      1e-15);
+	CHECK(fabs(json_number_value(json_object_get(j, "beta"))) < 1e-15);
+	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "auto");
+	CHECK(json_is_null(json_object_get(k, "swizzle")));
+	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")),
+		    "direct");
+	json_decref(j);
+}
+
+#define JOB(x) "{\"m\":1,\"n\":1,\"k\":8," x "}"
+#define KERNEL(x) JOB("\"kernel\":{" x "}")
+
+/* Every new field: a wrong type and a wrong value, named by its path. */
+static void test_family_errors(void)
+{
+	expect_error(JOB("\"dtype\":\"fp32\""), "invalid_value", "dtype");
+	expect_error(JOB("\"dtype\":16"), "invalid_type", "dtype");
+	expect_error(JOB("\"out_dtype\":\"fp64\""), "invalid_value",
+		     "out_dtype");
+	expect_error(JOB("\"out_dtype\":32"), "invalid_type", "out_dtype");
+	expect_error(JOB("\"out_dtype\":null"), "invalid_type", "out_dtype");
+	expect_error(JOB("\"layout\":\"TN\""), "invalid_value", "layout");
+	expect_error(JOB("\"layout\":[]"), "invalid_type", "layout");
+	expect_error(KERNEL("\"schedule\":\"warp\""), "invalid_value",
+		     "kernel.schedule");
+	expect_error(KERNEL("\"raster\":\"along_k\""), "invalid_value",
+		     "kernel.raster");
+	expect_error(KERNEL("\"raster\":0"), "invalid_type", "kernel.raster");
+	expect_error(KERNEL("\"swizzle\":3"), "invalid_value",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"swizzle\":0"), "invalid_value",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"swizzle\":16"), "invalid_value",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"swizzle\":-4"), "invalid_value",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"swizzle\":2.0"), "invalid_type",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"swizzle\":\"8\""), "invalid_type",
+		     "kernel.swizzle");
+	expect_error(KERNEL("\"epilogue\":\"smem\""), "invalid_value",
+		     "kernel.epilogue");
+	expect_error(KERNEL("\"epilogue\":true"), "invalid_type",
+		     "kernel.epilogue");
+	expect_error(JOB("\"alpha\":\"1\""), "invalid_type", "alpha");
+	expect_error(JOB("\"alpha\":null"), "invalid_type", "alpha");
+	expect_error(JOB("\"alpha\":1000000.5"), "out_of_range", "alpha");
+	expect_error(JOB("\"beta\":-2e6"), "out_of_range", "beta");
+	expect_error(JOB("\"beta\":false"), "invalid_type", "beta");
+	expect_error(JOB("\"beta\":1e999"), "numeric_overflow", NULL);
+	/* clusters: powers of two up to 8 a side, 16 CTAs in all */
+	expect_error(KERNEL("\"cluster\":[3,1]"), "invalid_value",
+		     "kernel.cluster[0]");
+	expect_error(KERNEL("\"cluster\":[1,6]"), "invalid_value",
+		     "kernel.cluster[1]");
+	expect_error(KERNEL("\"cluster\":[16,1]"), "out_of_range",
+		     "kernel.cluster[0]");
+	expect_error(KERNEL("\"cluster\":[8,4]"), "invalid_value",
+		     "kernel.cluster");
+	expect_error(KERNEL("\"cluster\":[1,\"2\"]"), "invalid_type",
+		     "kernel.cluster[1]");
+	expect_error(KERNEL("\"cluster\":{\"x\":1}"), "invalid_type",
+		     "kernel.cluster");
 }
 
 static void test_malformed(void)
@@ -356,6 +512,8 @@ int main(void)
 	RUN_TEST(test_minimal_defaults);
 	RUN_TEST(test_full);
 	RUN_TEST(test_round_trip);
+	RUN_TEST(test_family);
+	RUN_TEST(test_family_errors);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);

@@ -1,17 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
- * cublaslt.c - cuBLASLt through dlopen(): load, describe our tn GEMM,
- * ask the heuristic, launch.
+ * cublaslt.c - cuBLASLt through dlopen(): load, describe our GEMM in any
+ * layout, ask the heuristic, launch.
  *
- * Our layout in cuBLASLt's column-major terms.  Row-major D (m x n) is
- * column-major D^T (n x m, ld n), and D^T = B A^T with
- *   - the B buffer (n x k row-major) read as column-major k x n (ld k),
- *     transposed: cuBLASLt's "A" operand, op T, so op(A) is n x k;
- *   - the A buffer (m x k row-major) read as column-major k x m (ld k),
- *     not transposed: cuBLASLt's "B" operand, op N, k x m;
- * so cuBLASLt computes an (n x m) = (n x k)(k x m) product: its m is our
- * n and its n our m.  This is the "TN" case, and what torch's a @ b.t()
- * hands to cuBLAS for row-major tensors.
+ * Our GEMM in cuBLASLt's column-major terms.  Row-major D (m x n) is
+ * column-major D^T (n x m, ld n), and D^T = B^T A^T: cuBLASLt's "A"
+ * operand is our B buffer, its "B" our A buffer, its m our n and its n
+ * our m.  Read as column-major, a buffer holds its operand either as
+ * itself or transposed, and op() undoes that so that op(A_lt) = B^T
+ * (n x k) and op(B_lt) = A^T (k x m):
+ *
+ *   layout  our B in memory   A_lt as stored          transa
+ *   tn, nn  n x k, K-major    k x n, ld k: B          T
+ *   nt, tt  k x n, N-major    n x k, ld n: B^T        N
+ *
+ *   layout  our A in memory   B_lt as stored          transb
+ *   tn, tt  m x k, K-major    k x m, ld k: A^T        N
+ *   nt, nn  k x m, M-major    m x k, ld m: A          T
+ *
+ * So our tn runs cuBLASLt's "TN" (what torch's a @ b.t() hands to cuBLAS
+ * for row-major tensors), nt its "NT", nn "TT" and tt "NN".  C and D are
+ * both column-major n x m with ld n, of the output type.
+ *
+ * Types (fp32 compute and scale): A and B bf16 or fp16, C and D of the
+ * input type or fp32.  cuBLASLt has no bf16 -> fp16 or fp16 -> bf16
+ * GEMM, and C must have D's type.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -166,47 +179,112 @@ struct cublaslt_gemm {
 	cublasLtMatmulPreference_t pref;
 	cublasLtMatmulHeuristicResult_t algos[CUBLASLT_ALGOS_MAX];
 	unsigned int n_algos, selected;
-	CUdeviceptr a, b, d; /* cuBLASLt's A (our B), B (our A), D */
+	/* cuBLASLt's A (our B), B (our A), C and D */
+	CUdeviceptr a, b, c, d;
+	float alpha, beta;
 	CUdeviceptr workspace;
 	size_t workspace_bytes;
 };
 
-static int gemm_op(struct cublaslt_gemm *g, char *err, size_t errlen)
+/* One operand as cuBLASLt sees it: stored rows x cols, ld, and op(). */
+struct lt_operand {
+	int32_t op; /* cublasOperation_t, as the attribute wants it */
+	uint64_t rows, cols, ld;
+};
+
+/* The table at the top of the file. */
+static void lt_operands(const struct cublaslt_gemm_desc *d,
+			struct lt_operand *lt_a, struct lt_operand *lt_b)
 {
-	const int32_t trans = CUBLAS_OP_T, notrans = CUBLAS_OP_N;
+	const bool a_kmajor = d->layout == GEMM_LAYOUT_TN ||
+			      d->layout == GEMM_LAYOUT_TT;
+	const bool b_kmajor = d->layout == GEMM_LAYOUT_TN ||
+			      d->layout == GEMM_LAYOUT_NN;
+
+	if (b_kmajor)
+		*lt_a = (struct lt_operand){ CUBLAS_OP_T, d->k, d->n, d->k };
+	else
+		*lt_a = (struct lt_operand){ CUBLAS_OP_N, d->n, d->k, d->n };
+	if (a_kmajor)
+		*lt_b = (struct lt_operand){ CUBLAS_OP_N, d->k, d->m, d->k };
+	else
+		*lt_b = (struct lt_operand){ CUBLAS_OP_T, d->m, d->k, d->m };
+}
+
+static int gemm_op(struct cublaslt_gemm *g, const struct lt_operand *lt_a,
+		   const struct lt_operand *lt_b, char *err, size_t errlen)
+{
 	int e;
 
 	e = LT_TRY(err, errlen, cublasLtMatmulDescCreate, &g->op,
 		   CUBLAS_COMPUTE_32F, CUDA_R_32F);
 	if (!e)
 		e = LT_TRY(err, errlen, cublasLtMatmulDescSetAttribute, g->op,
-			   CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans));
+			   CUBLASLT_MATMUL_DESC_TRANSA, &lt_a->op,
+			   sizeof(lt_a->op));
 	if (!e)
 		e = LT_TRY(err, errlen, cublasLtMatmulDescSetAttribute, g->op,
-			   CUBLASLT_MATMUL_DESC_TRANSB, &notrans,
-			   sizeof(notrans));
+			   CUBLASLT_MATMUL_DESC_TRANSB, &lt_b->op,
+			   sizeof(lt_b->op));
 	return e;
 }
 
-/* Column-major layouts; see the top of the file. */
-static int gemm_layouts(struct cublaslt_gemm *g,
-			const struct cublaslt_gemm_desc *d, char *err,
-			size_t errlen)
+static cudaDataType lt_type(enum gemm_dtype t)
 {
-	const cudaDataType in = d->dtype == GEMM_DTYPE_BF16 ? CUDA_R_16BF :
-							      CUDA_R_16F;
-	const cudaDataType out = d->fp32_out ? CUDA_R_32F : in;
+	switch (t) {
+	case GEMM_DTYPE_BF16:
+		return CUDA_R_16BF;
+	case GEMM_DTYPE_FP16:
+		return CUDA_R_16F;
+	case GEMM_DTYPE_FP32:
+	case _GEMM_DTYPE_MAX:
+	default:
+		return CUDA_R_32F;
+	}
+}
+
+/* Column-major layouts; see the top of the file.  C shares D's. */
+static int gemm_layouts(struct cublaslt_gemm *g,
+			const struct cublaslt_gemm_desc *d,
+			const struct lt_operand *lt_a,
+			const struct lt_operand *lt_b, char *err, size_t errlen)
+{
+	const cudaDataType in = lt_type(d->dtype);
 	int e;
 
-	e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->la, in, d->k,
-		   d->n, (int64_t)d->k);
+	e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->la, in,
+		   lt_a->rows, lt_a->cols, (int64_t)lt_a->ld);
 	if (!e)
 		e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->lb, in,
-			   d->k, d->m, (int64_t)d->k);
+			   lt_b->rows, lt_b->cols, (int64_t)lt_b->ld);
 	if (!e)
-		e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->ld, out,
-			   d->n, d->m, (int64_t)d->n);
+		e = LT_TRY(err, errlen, cublasLtMatrixLayoutCreate, &g->ld,
+			   lt_type(d->out), d->n, d->m, (int64_t)d->n);
 	return e;
+}
+
+/* What cuBLASLt cannot do is refused before it is asked. */
+static int gemm_check(const struct cublaslt_gemm_desc *d, char *err,
+		      size_t errlen)
+{
+	if (d->dtype != GEMM_DTYPE_BF16 && d->dtype != GEMM_DTYPE_FP16) {
+		snprintf(err, errlen, "cuBLASLt: inputs must be bf16 or fp16");
+		return -EINVAL;
+	}
+	if ((unsigned int)d->layout >= _GEMM_LAYOUT_MAX) {
+		snprintf(err, errlen, "cuBLASLt: unknown layout");
+		return -EINVAL;
+	}
+	if (d->out != d->dtype && d->out != GEMM_DTYPE_FP32) {
+		snprintf(err, errlen,
+			 "cuBLASLt has no GEMM from %s inputs to %s output "
+			 "(only %s or fp32)",
+			 gemm_dtype_to_string(d->dtype),
+			 gemm_dtype_to_string(d->out),
+			 gemm_dtype_to_string(d->dtype));
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 static int gemm_heuristic(struct cublaslt_gemm *g, char *err, size_t errlen)
@@ -242,29 +320,33 @@ static int gemm_heuristic(struct cublaslt_gemm *g, char *err, size_t errlen)
 int cublaslt_gemm_new(const struct cublaslt_gemm_desc *desc,
 		      struct cublaslt_gemm **ret, char *err, size_t errlen)
 {
+	struct lt_operand lt_a, lt_b;
 	struct cublaslt_gemm *g;
 	int e;
 
 	e = cublaslt_load(err, errlen);
+	if (!e)
+		e = gemm_check(desc, err, errlen);
 	if (e)
 		return e;
-	if ((unsigned int)desc->dtype >= _GEMM_DTYPE_MAX) {
-		snprintf(err, errlen, "cuBLASLt: unknown dtype");
-		return -EINVAL;
-	}
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
+	lt_operands(desc, &lt_a, &lt_b);
 	g->a = desc->b;
 	g->b = desc->a;
 	g->d = desc->d;
+	/* Never read with beta 0; D stands in, as cuBLASLt allows. */
+	g->c = desc->c ? desc->c : desc->d;
+	g->alpha = desc->alpha;
+	g->beta = desc->beta;
 	g->workspace = desc->workspace;
 	g->workspace_bytes = desc->workspace_bytes;
 	e = LT_TRY(err, errlen, cublasLtCreate, &g->handle);
 	if (!e)
-		e = gemm_op(g, err, errlen);
+		e = gemm_op(g, &lt_a, &lt_b, err, errlen);
 	if (!e)
-		e = gemm_layouts(g, desc, err, errlen);
+		e = gemm_layouts(g, desc, &lt_a, &lt_b, err, errlen);
 	if (!e)
 		e = gemm_heuristic(g, err, errlen);
 	if (e) {
@@ -320,16 +402,14 @@ void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i)
 		g->selected = i;
 }
 
-/* D = 1 * op(A) op(B) + 0 * C, with C = D (never read: beta is 0). */
+/* D = alpha * op(A) op(B) + beta * C; C is D when beta is 0. */
 int cublaslt_gemm_launch(struct cublaslt_gemm *g, CUstream stream, char *err,
 			 size_t errlen)
 {
-	const float alpha = 1.0f, beta = 0.0f;
-
-	return LT_TRY(err, errlen, cublasLtMatmul, g->handle, g->op, &alpha,
+	return LT_TRY(err, errlen, cublasLtMatmul, g->handle, g->op, &g->alpha,
 		      (const void *)(uintptr_t)g->a, g->la,
-		      (const void *)(uintptr_t)g->b, g->lb, &beta,
-		      (const void *)(uintptr_t)g->d, g->ld,
+		      (const void *)(uintptr_t)g->b, g->lb, &g->beta,
+		      (const void *)(uintptr_t)g->c, g->ld,
 		      (void *)(uintptr_t)g->d, g->ld,
 		      &g->algos[g->selected].algo,
 		      (void *)(uintptr_t)g->workspace, g->workspace_bytes,

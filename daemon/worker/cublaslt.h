@@ -36,15 +36,18 @@ json_t *cublaslt_to_json(void);
 int cublaslt_version(void);
 
 /*
- * One GEMM of our tn layout on existing buffers: A row-major m x k, B
- * stored n x k (row-major, K-major), D row-major m x n; dtype in, fp32
- * compute, out either dtype (fp32_out false) or fp32.
+ * One GEMM on existing buffers: D = alpha * A * B + beta * C, A and B of
+ * dtype (bf16 or fp16) in the layout's storage (see gemm.h), C and D
+ * row-major m x n of type out (dtype or fp32), fp32 compute.  c is read
+ * only when beta != 0; it may be d (in place), and 0 when beta is 0.
  */
 struct cublaslt_gemm_desc {
 	enum gemm_dtype dtype;
-	bool fp32_out;
+	enum gemm_dtype out;
+	enum gemm_layout layout;
 	uint64_t m, n, k;
-	CUdeviceptr a, b, d;
+	float alpha, beta;
+	CUdeviceptr a, b, c, d;
 	CUdeviceptr workspace;
 	size_t workspace_bytes;
 };
@@ -54,6 +57,7 @@ struct cublaslt_gemm;
 /*
  * Describe the GEMM and ask the heuristic for up to CUBLASLT_ALGOS_MAX
  * algorithms; the first is selected.  The context must be current.
+ * -EOPNOTSUPP with the reason in err for a type pair cuBLASLt lacks.
  */
 int cublaslt_gemm_new(const struct cublaslt_gemm_desc *desc,
 		      struct cublaslt_gemm **ret, char *err, size_t errlen);

@@ -19,38 +19,40 @@
 #include <cuda.h>
 
 /* X(name): every driver function the worker calls. */
-#define CUDA_API_FUNCS(X)            \
-	X(cuGetErrorName)            \
-	X(cuGetErrorString)          \
-	X(cuInit)                    \
-	X(cuDriverGetVersion)        \
-	X(cuDeviceGetCount)          \
-	X(cuDeviceGet)               \
-	X(cuDeviceGetName)           \
-	X(cuDeviceGetUuid)           \
-	X(cuDeviceGetAttribute)      \
-	X(cuDeviceTotalMem)          \
-	X(cuDevicePrimaryCtxRetain)  \
-	X(cuDevicePrimaryCtxRelease) \
-	X(cuCtxSetCurrent)           \
-	X(cuMemGetInfo)              \
-	X(cuModuleLoad)              \
-	X(cuModuleUnload)            \
-	X(cuModuleGetFunction)       \
-	X(cuFuncSetAttribute)        \
-	X(cuMemAlloc)                \
-	X(cuMemFree)                 \
-	X(cuMemcpyHtoD)              \
-	X(cuMemcpyDtoH)              \
-	X(cuStreamCreate)            \
-	X(cuStreamDestroy)           \
-	X(cuStreamQuery)             \
-	X(cuEventCreate)             \
-	X(cuEventDestroy)            \
-	X(cuEventRecord)             \
-	X(cuEventElapsedTime)        \
-	X(cuLaunchKernel)            \
-	X(cuLaunchKernelEx)          \
+#define CUDA_API_FUNCS(X)               \
+	X(cuGetErrorName)               \
+	X(cuGetErrorString)             \
+	X(cuInit)                       \
+	X(cuDriverGetVersion)           \
+	X(cuDeviceGetCount)             \
+	X(cuDeviceGet)                  \
+	X(cuDeviceGetName)              \
+	X(cuDeviceGetUuid)              \
+	X(cuDeviceGetAttribute)         \
+	X(cuDeviceTotalMem)             \
+	X(cuDevicePrimaryCtxRetain)     \
+	X(cuDevicePrimaryCtxRelease)    \
+	X(cuCtxSetCurrent)              \
+	X(cuMemGetInfo)                 \
+	X(cuModuleLoad)                 \
+	X(cuModuleUnload)               \
+	X(cuModuleGetFunction)          \
+	X(cuFuncSetAttribute)           \
+	X(cuMemAlloc)                   \
+	X(cuMemFree)                    \
+	X(cuMemcpyHtoD)                 \
+	X(cuMemcpyDtoH)                 \
+	X(cuMemcpy2D)                   \
+	X(cuStreamCreate)               \
+	X(cuStreamDestroy)              \
+	X(cuStreamQuery)                \
+	X(cuEventCreate)                \
+	X(cuEventDestroy)               \
+	X(cuEventRecord)                \
+	X(cuEventElapsedTime)           \
+	X(cuLaunchKernel)               \
+	X(cuLaunchKernelEx)             \
+	X(cuOccupancyMaxActiveClusters) \
 	X(cuTensorMapEncodeTiled)
 
 #define CUDA_API_MEMBER(name) __typeof__(name) *name;

@@ -4,15 +4,20 @@
  *
  * The driver is loaded with dlopen() (see cuda-api.h), so this file, and
  * the worker, run on machines without it and say so.  Kernels come from
- * cubins in the kernel directory: gemm_ws.cubin (the kernels under test,
- * named by the plan) and reference.cubin (init, poison, reference GEMM,
- * compare).  A run allocates its buffers, builds the inputs on the GPU
- * from the seed, optionally verifies one launch against the reference and
- * then times samples with CUDA events (see run_time()), reading NVML
- * telemetry alongside (nvml.c).
+ * cubins in the kernel directory: the one the plan names (the kernel
+ * under test, loaded on first use) and reference.cubin (init, poison,
+ * reference GEMM, compare).  A run allocates its buffers, builds the
+ * inputs on the GPU from the seed, optionally verifies one launch against
+ * the reference and then times samples with CUDA events (see run_time()),
+ * reading NVML telemetry alongside (nvml.c).
+ *
+ * Every GEMM kernel takes (tma_a, tma_b, tma_d, struct gemm_args): see
+ * kernels/gemm-abi.h for the launch geometry, and run_maps() for the
+ * tensor maps of each layout.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -33,8 +38,8 @@
 #include "util.h"
 
 #define REFERENCE_CUBIN "reference.cubin"
-#define WS_CUBIN "gemm_ws.cubin"
-#define GPU_MAX_MODULES 8
+/* Cubins one worker keeps loaded: one per kernel at most, and a bound. */
+#define GPU_MODULES_MAX 4096
 /* Sync deadline: this much plus the work at a pessimistic 10 TFLOP/s. */
 #define GPU_SYNC_SLACK_US (30ull * 1000 * 1000)
 #define GPU_SYNC_FLOPS_PER_US 1e7
@@ -248,13 +253,16 @@ struct gpu {
 	int l2_bytes;
 	struct nvml *nvml; /* NULL: no telemetry */
 	char kernel_dir[PATH_MAX];
-	struct gpu_module mods[GPU_MAX_MODULES];
-	unsigned int n_mods;
-	/* reference.cubin, indexed by enum gemm_dtype */
+	struct gpu_module *mods;
+	unsigned int n_mods, alloc_mods;
+	/*
+	 * reference.cubin, indexed by enum gemm_dtype: init and compare by
+	 * element type, the reference GEMM by input type (bf16, fp16).
+	 */
 	CUfunction f_init[_GEMM_DTYPE_MAX];
 	CUfunction f_ref[_GEMM_DTYPE_MAX];
 	CUfunction f_cmp[_GEMM_DTYPE_MAX];
-	CUfunction f_fill;
+	CUfunction f_fill16, f_fill32;
 };
 
 #define SMEM_OPTIN CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
@@ -443,10 +451,19 @@ static int module_get(struct gpu *g, const char *name, CUmodule *ret, char *err,
 		snprintf(err, errlen, "bad cubin name '%s'", name);
 		return -EINVAL;
 	}
-	if (g->n_mods == GPU_MAX_MODULES) {
+	if (g->n_mods == GPU_MODULES_MAX) {
 		snprintf(err, errlen, "too many cubins loaded (%d)",
-			 GPU_MAX_MODULES);
+			 GPU_MODULES_MAX);
 		return -ENOSPC;
+	}
+	if (g->n_mods == g->alloc_mods) {
+		unsigned int alloc = g->alloc_mods ? 2 * g->alloc_mods : 16;
+
+		m = reallocarray(g->mods, alloc, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		g->mods = m;
+		g->alloc_mods = alloc;
 	}
 	snprintf(path, sizeof(path), "%s/%s", g->kernel_dir, name);
 	/* cuModuleLoad would only say "file not found", without the path. */
@@ -488,23 +505,29 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 	static const char *const init[_GEMM_DTYPE_MAX] = {
 		[GEMM_DTYPE_BF16] = "gemmd_init_bf16",
 		[GEMM_DTYPE_FP16] = "gemmd_init_fp16",
+		[GEMM_DTYPE_FP32] = "gemmd_init_fp32",
 	};
+	/* Inputs are bf16 or fp16 only. */
 	static const char *const ref[_GEMM_DTYPE_MAX] = {
-		[GEMM_DTYPE_BF16] = "gemmd_ref_bf16_tn",
-		[GEMM_DTYPE_FP16] = "gemmd_ref_fp16_tn",
+		[GEMM_DTYPE_BF16] = "gemmd_ref_bf16",
+		[GEMM_DTYPE_FP16] = "gemmd_ref_fp16",
 	};
 	static const char *const cmp[_GEMM_DTYPE_MAX] = {
 		[GEMM_DTYPE_BF16] = "gemmd_compare_bf16",
 		[GEMM_DTYPE_FP16] = "gemmd_compare_fp16",
+		[GEMM_DTYPE_FP32] = "gemmd_compare_fp32",
 	};
 	int e;
 
-	e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u16", &g->f_fill, err,
-			 errlen);
+	e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u16", &g->f_fill16,
+			 err, errlen);
+	if (!e)
+		e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u32",
+				 &g->f_fill32, err, errlen);
 	for (int i = 0; !e && i < _GEMM_DTYPE_MAX; i++) {
 		e = function_get(g, REFERENCE_CUBIN, init[i], &g->f_init[i],
 				 err, errlen);
-		if (!e)
+		if (!e && ref[i])
 			e = function_get(g, REFERENCE_CUBIN, ref[i],
 					 &g->f_ref[i], err, errlen);
 		if (!e)
@@ -519,7 +542,6 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 {
 	struct dev_info info;
 	struct gpu *g;
-	CUmodule ws;
 	int count, e;
 
 	e = driver_init(err, errlen);
@@ -565,11 +587,11 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	g->clock_khz = info.sm_clock;
 	g->l2_bytes = info.l2;
 	g->nvml = nvml_open(info.uuid);
-	/* Both cubins now: a missing or stale file fails the open. */
+	/*
+	 * reference.cubin now: a missing or stale file fails the open.  The
+	 * kernels under test are loaded as jobs name them.
+	 */
 	e = load_reference(g, err, errlen);
-	if (e)
-		goto fail;
-	e = module_get(g, WS_CUBIN, &ws, err, errlen);
 	if (e)
 		goto fail;
 
@@ -590,6 +612,7 @@ struct gpu *gpu_close(struct gpu *g)
 		driver.api.cuCtxSetCurrent(g->ctx);
 	for (unsigned int i = 0; i < g->n_mods; i++)
 		driver.api.cuModuleUnload(g->mods[i].mod);
+	free(g->mods);
 	if (g->stream)
 		driver.api.cuStreamDestroy(g->stream);
 	if (g->ctx)
@@ -601,16 +624,31 @@ struct gpu *gpu_close(struct gpu *g)
 
 /* ---- one run ------------------------------------------------------------- */
 
+/* Rows of a TMA box along an MN-major operand's k, and of a tma_d box. */
+#define TMA_BOX_64 64u
+/* The 128B swizzle: a box row is exactly this many bytes. */
+#define TMA_SWIZZLE_BYTES 128u
+/* TMA wants global row pitches in multiples of this. */
+#define TMA_PITCH_ALIGN 16u
+/* Clusters beyond this many CTAs are "non-portable" and need opting in. */
+#define CLUSTER_PORTABLE_MAX 8u
+#define CLUSTER_MAX 16u
+
 struct run {
 	struct gpu *g;
 	const struct gemm_spec *spec;
 	const struct gemm_plan *plan;
 	/* queue one launch of the GEMM being timed: ours or the baseline */
 	int (*launch)(struct run *r);
-	CUtensorMap tma_a, tma_b; /* 64-B aligned by their type */
+	/* 64-B aligned by their type; all zero when the kernel has no use */
+	CUtensorMap tma_a, tma_b, tma_d;
 	struct gemm_args args;
 	CUfunction f;
-	CUdeviceptr a, b, d, ref, stats;
+	unsigned int grid[3]; /* as launched: the plan's, cut if persistent */
+	bool tma; /* the kernel loads A and B with TMA (not an sm_80 one) */
+	bool reads_c; /* beta != 0: C exists and is read */
+	unsigned int in_size, out_size; /* bytes per element */
+	CUdeviceptr a, b, c, d, ref, stats;
 	/* cuBLASLt: the baseline (output D) and the reference (output ref) */
 	CUdeviceptr lt_ws;
 	struct cublaslt_gemm *lt, *lt_ref;
@@ -642,45 +680,184 @@ static int run_check(struct run *r, CUresult res, const char *call)
 
 #define CU(r, call, ...) run_check((r), driver.api.call(__VA_ARGS__), #call)
 
-static int run_invalid(struct run *r, const char *msg)
+static int run_invalid(struct run *r, const char *fmt, ...) _printf_(2, 3);
+
+static int run_invalid(struct run *r, const char *fmt, ...)
 {
-	snprintf(r->err, r->errlen, "%s", msg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
+}
+
+/* "t" A and "n" B are K-major (gemm.h); the others M- or N-major. */
+static bool layout_a_kmajor(enum gemm_layout l)
+{
+	return l == GEMM_LAYOUT_TN || l == GEMM_LAYOUT_TT;
+}
+
+static bool layout_b_kmajor(enum gemm_layout l)
+{
+	return l == GEMM_LAYOUT_TN || l == GEMM_LAYOUT_NN;
+}
+
+/*
+ * The sm_80 schedules (catalog arch sm_80) read A and B through args.a
+ * and args.b with cp.async; every other one loads them with TMA.
+ */
+static bool schedule_uses_tma(enum gemm_schedule s)
+{
+	switch (s) {
+	case GEMM_SCHEDULE_MULTISTAGE:
+	case GEMM_SCHEDULE_PIPELINED:
+		return false;
+	case GEMM_SCHEDULE_WS:
+	case GEMM_SCHEDULE_COOPERATIVE:
+	case GEMM_SCHEDULE_PINGPONG:
+	case GEMM_SCHEDULE_INTERLEAVED:
+	case _GEMM_SCHEDULE_MAX:
+	default:
+		return true;
+	}
+}
+
+/* D = alpha * A * B + beta * C reads C unless beta is zero. */
+static bool spec_reads_c(const struct gemm_spec *s)
+{
+	return fpclassify(s->beta) != FP_ZERO;
+}
+
+static uint32_t out_code(enum gemm_dtype t)
+{
+	switch (t) {
+	case GEMM_DTYPE_FP16:
+		return GEMMD_OUT_FP16;
+	case GEMM_DTYPE_FP32:
+		return GEMMD_OUT_FP32;
+	case GEMM_DTYPE_BF16:
+	case _GEMM_DTYPE_MAX:
+	default:
+		return GEMMD_OUT_BF16;
+	}
+}
+
+/*
+ * Rows of A and B (and of D for the tma epilogue) must be a multiple of
+ * 16 bytes for TMA, and for the 16-byte cp.async of the sm_80 kernels.
+ */
+static int run_validate_pitches(struct run *r)
+{
+	const struct gemm_spec *s = r->spec;
+	const char *layout = gemm_layout_to_string(s->layout);
+	const uint64_t a_pitch = layout_a_kmajor(s->layout) ? s->k : s->m;
+	const uint64_t b_pitch = layout_b_kmajor(s->layout) ? s->k : s->n;
+
+	if (a_pitch * r->in_size % TMA_PITCH_ALIGN)
+		return run_invalid(r,
+				   "layout %s: rows of A are %s = %llu "
+				   "elements, not a multiple of %u bytes",
+				   layout,
+				   layout_a_kmajor(s->layout) ? "k" : "m",
+				   (unsigned long long)a_pitch,
+				   TMA_PITCH_ALIGN);
+	if (b_pitch * r->in_size % TMA_PITCH_ALIGN)
+		return run_invalid(r,
+				   "layout %s: rows of B are %s = %llu "
+				   "elements, not a multiple of %u bytes",
+				   layout,
+				   layout_b_kmajor(s->layout) ? "k" : "n",
+				   (unsigned long long)b_pitch,
+				   TMA_PITCH_ALIGN);
+	if (r->plan->epilogue == GEMM_EPILOGUE_TMA &&
+	    s->n * r->out_size % TMA_PITCH_ALIGN)
+		return run_invalid(r,
+				   "tma epilogue: rows of D are n = %llu "
+				   "elements of %s, not a multiple of %u bytes",
+				   (unsigned long long)s->n,
+				   gemm_dtype_to_string(s->out),
+				   TMA_PITCH_ALIGN);
+	return 0;
+}
+
+/*
+ * TMA boxes: a box row is one 128-byte swizzle row (BK 16-bit
+ * elements), and a box has at most 256 rows, so a tile side of at most
+ * 256.  The ring must fit the launch's shared memory: the kernel traps
+ * (a lost context) when it does not.
+ */
+static int run_validate_tma(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	uint64_t need;
+
+	if (p->tile.k * r->in_size != TMA_SWIZZLE_BYTES || !p->tile.m ||
+	    p->tile.m > 256 || !p->tile.n || p->tile.n > 256)
+		return run_invalid(r,
+				   "tile %ux%ux%u does not fit the TMA "
+				   "boxes",
+				   p->tile.m, p->tile.n, p->tile.k);
+	need = GEMMD_SMEM_FIXED + (uint64_t)p->stages *
+					  (p->tile.m + p->tile.n) * p->tile.k *
+					  r->in_size;
+	if (p->epilogue == GEMM_EPILOGUE_TMA)
+		need += GEMMD_SMEM_EPILOGUE;
+	if (p->smem_bytes < need)
+		return run_invalid(r,
+				   "smem_bytes %u too small for %u stages "
+				   "(%llu needed)",
+				   p->smem_bytes, p->stages,
+				   (unsigned long long)need);
+	return 0;
+}
+
+static int run_validate_launch(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	const unsigned int cx = p->cluster[0], cy = p->cluster[1];
+
+	if (!p->grid[0] || !p->grid[1] || !p->grid[2] || !p->block[0] ||
+	    !p->block[1] || !p->block[2])
+		return run_invalid(r, "empty launch geometry");
+	if (!cx || !cy || p->cluster[2] != 1 || cx * cy > CLUSTER_MAX)
+		return run_invalid(r, "bad cluster %ux%ux%u", cx, cy,
+				   p->cluster[2]);
+	if (p->grid[0] % cx || p->grid[1] % cy)
+		return run_invalid(r, "grid %ux%u is not whole %ux%u clusters",
+				   p->grid[0], p->grid[1], cx, cy);
+	if (p->persistent && (!p->units || p->units > UINT32_MAX / cx))
+		return run_invalid(r, "persistent plan with %llu work units",
+				   (unsigned long long)p->units);
+	return 0;
 }
 
 static int run_validate(struct run *r)
 {
 	const struct gemm_spec *s = r->spec;
 	const struct gemm_plan *p = r->plan;
-	uint64_t stage;
+	int e;
 
-	if ((unsigned int)s->dtype >= _GEMM_DTYPE_MAX)
-		return run_invalid(r, "unknown dtype");
-	if (s->layout != GEMM_LAYOUT_TN)
-		return run_invalid(r, "only layout tn is implemented");
+	if (s->dtype != GEMM_DTYPE_BF16 && s->dtype != GEMM_DTYPE_FP16)
+		return run_invalid(r, "inputs must be bf16 or fp16");
+	if ((unsigned int)s->out >= _GEMM_DTYPE_MAX)
+		return run_invalid(r, "unknown output type");
+	if ((unsigned int)s->layout >= _GEMM_LAYOUT_MAX)
+		return run_invalid(r, "unknown layout");
 	if (!s->m || !s->n || !s->k || s->m > INT32_MAX || s->n > INT32_MAX ||
 	    s->k > INT32_MAX)
 		return run_invalid(r, "m, n and k must be in 1..2^31-1");
-	/* TMA: the row pitch (k * 2 bytes) must be a multiple of 16. */
-	if (s->k % 8)
-		return run_invalid(r, "k must be a multiple of 8 (TMA pitch)");
 	if (!p->kernel[0] || !p->cubin[0])
 		return run_invalid(r, "plan names no kernel");
-	/* 128B swizzle: a box row is at most 128 bytes; box dims <= 256. */
-	if (p->tile.k * gemm_dtype_size(s->dtype) != 128 || !p->tile.m ||
-	    p->tile.m > 256 || !p->tile.n || p->tile.n > 256)
-		return run_invalid(r, "tile does not fit the TMA boxes");
-	if (p->stages < 2 || p->stages > GEMMD_MAX_STAGES)
-		return run_invalid(r, "stages must be in 2..16");
-	/* The kernel traps (a lost context) when its ring does not fit. */
-	stage = (uint64_t)(p->tile.m + p->tile.n) * p->tile.k *
-		gemm_dtype_size(s->dtype);
-	if (p->smem_bytes < GEMMD_SMEM_FIXED + p->stages * stage)
-		return run_invalid(r, "smem_bytes too small for the stages");
-	if (!p->grid[0] || !p->grid[1] || !p->grid[2] || !p->block[0] ||
-	    !p->block[1] || !p->block[2])
-		return run_invalid(r, "empty launch geometry");
-	return 0;
+	if (p->stages < 1 || p->stages > GEMMD_MAX_STAGES)
+		return run_invalid(r, "stages must be in 1..%d",
+				   GEMMD_MAX_STAGES);
+	e = run_validate_pitches(r);
+	if (!e && r->tma)
+		e = run_validate_tma(r);
+	if (!e)
+		e = run_validate_launch(r);
+	return e;
 }
 
 /* Blocks for a grid-stride kernel over count elements. */
@@ -702,8 +879,9 @@ static int run_helper(struct run *r, CUfunction f, unsigned int gx,
 		  params, NULL);
 }
 
+/* count elements of type at p from the seed's stream, as the job asks. */
 static int run_init_matrix(struct run *r, CUdeviceptr p, uint64_t count,
-			   uint32_t stream)
+			   uint32_t stream, enum gemm_dtype type)
 {
 	struct gemm_init_args a = {
 		.p = p,
@@ -726,96 +904,252 @@ static int run_init_matrix(struct run *r, CUdeviceptr p, uint64_t count,
 	default:
 		return run_invalid(r, "unknown init distribution");
 	}
-	return run_helper(r, r->g->f_init[r->spec->dtype],
-			  stride_blocks(r, count), 1, &a);
+	return run_helper(r, r->g->f_init[type], stride_blocks(r, count), 1,
+			  &a);
 }
 
-/* K-major operand: rows x k elements, row pitch k, box box_k x box_rows. */
-static int run_tensor_map(struct run *r, CUtensorMap *map, CUdeviceptr p,
-			  uint64_t rows, unsigned int box_rows)
+static CUtensorMapDataType tma_type(enum gemm_dtype t)
 {
-	const uint64_t k = r->spec->k;
-	const cuuint64_t dims[2] = { k, rows };
-	const cuuint64_t strides[1] = { k * 2 };
-	const cuuint32_t box[2] = { r->plan->tile.k, box_rows };
-	const cuuint32_t elem_strides[2] = { 1, 1 };
-	const CUtensorMapDataType type =
-		r->spec->dtype == GEMM_DTYPE_BF16 ?
-			CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 :
-			CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+	switch (t) {
+	case GEMM_DTYPE_BF16:
+		return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+	case GEMM_DTYPE_FP16:
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+	case GEMM_DTYPE_FP32:
+	case _GEMM_DTYPE_MAX:
+	default:
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+	}
+}
 
-	/* OOB_FILL_NONE fills out-of-bounds elements with zeros. */
-	return CU(r, cuTensorMapEncodeTiled, map, type, 2, (void *)(uintptr_t)p,
-		  dims, strides, box, elem_strides,
-		  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-		  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+/*
+ * A dense 2-D map over p: inner elements per row (contiguous), outer
+ * rows, boxes of box_inner x box_outer; 128B swizzle, L2 promotion of
+ * 256 B, and OOB_FILL_NONE, which fills out-of-bounds loads with zeros
+ * (and drops out-of-bounds stores).
+ */
+static int run_tensor_map(struct run *r, CUtensorMap *map, enum gemm_dtype type,
+			  CUdeviceptr p, uint64_t inner, uint64_t outer,
+			  unsigned int box_inner, unsigned int box_outer,
+			  const char *what)
+{
+	const cuuint64_t dims[2] = { inner, outer };
+	const cuuint64_t strides[1] = { inner * gemm_dtype_size(type) };
+	const cuuint32_t box[2] = { box_inner, box_outer };
+	const cuuint32_t elem_strides[2] = { 1, 1 };
+	int e;
+
+	e = CU(r, cuTensorMapEncodeTiled, map, tma_type(type), 2,
+	       (void *)(uintptr_t)p, dims, strides, box, elem_strides,
+	       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+	       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+	       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	return e ? err_context(e, r->err, r->errlen, what) : 0;
+}
+
+/*
+ * An operand of rows (m for A, n for B) by k.  K-major: k elements per
+ * row, one box is the whole BK x tile_rows k-tile.  MN-major: rows
+ * elements per row of k, boxes of 64 x BK, one per 64-wide chunk of the
+ * tile (the kernel issues tile_rows / 64 loads).
+ */
+static int run_operand_map(struct run *r, CUtensorMap *map, CUdeviceptr p,
+			   bool k_major, uint64_t rows, unsigned int tile_rows,
+			   const char *what)
+{
+	const struct gemm_spec *s = r->spec;
+	const unsigned int bk = r->plan->tile.k;
+
+	if (k_major)
+		return run_tensor_map(r, map, s->dtype, p, s->k, rows, bk,
+				      tile_rows, what);
+	return run_tensor_map(r, map, s->dtype, p, rows, s->k, TMA_BOX_64, bk,
+			      what);
+}
+
+/*
+ * The kernel's tensor maps; those it does not use stay zero (they are
+ * still passed).  tma_d, for the tma epilogue: D as n x m rows, boxes of
+ * one 128-byte row (64 16-bit or 32 fp32 columns) by 64 rows.
+ */
+static int run_maps(struct run *r)
+{
+	const struct gemm_spec *s = r->spec;
+	const struct gemm_plan *p = r->plan;
+	int e;
+
+	if (!r->tma)
+		return 0;
+	e = run_operand_map(r, &r->tma_a, r->a, layout_a_kmajor(s->layout),
+			    s->m, p->tile.m, "tensor map of A");
+	if (!e)
+		e = run_operand_map(r, &r->tma_b, r->b,
+				    layout_b_kmajor(s->layout), s->n, p->tile.n,
+				    "tensor map of B");
+	if (!e && p->epilogue == GEMM_EPILOGUE_TMA)
+		e = run_tensor_map(r, &r->tma_d, s->out, r->d, s->n, s->m,
+				   TMA_SWIZZLE_BYTES / r->out_size, TMA_BOX_64,
+				   "tensor map of D");
+	return e;
+}
+
+/* A, B, D and (beta != 0) C, with A, B and C made from the seed. */
+static int run_buffers(struct run *r)
+{
+	const struct gemm_spec *s = r->spec;
+	int e;
+
+	e = CU(r, cuMemAlloc, &r->a, s->m * s->k * r->in_size);
+	if (!e)
+		e = CU(r, cuMemAlloc, &r->b, s->n * s->k * r->in_size);
+	if (!e)
+		e = CU(r, cuMemAlloc, &r->d, s->m * s->n * r->out_size);
+	if (!e && r->reads_c)
+		e = CU(r, cuMemAlloc, &r->c, s->m * s->n * r->out_size);
+	if (!e)
+		e = run_init_matrix(r, r->a, s->m * s->k, GEMMD_STREAM_A,
+				    s->dtype);
+	if (!e)
+		e = run_init_matrix(r, r->b, s->n * s->k, GEMMD_STREAM_B,
+				    s->dtype);
+	if (!e && r->reads_c)
+		e = run_init_matrix(r, r->c, s->m * s->n, GEMMD_STREAM_C,
+				    s->out);
+	return e;
+}
+
+/* The kernel, its shared memory and, for big clusters, the opt-in. */
+static int run_function(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	int e;
+
+	e = function_get(r->g, p->cubin, p->kernel, &r->f, r->err, r->errlen);
+	if (!e)
+		e = CU(r, cuFuncSetAttribute, r->f,
+		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		       (int)p->smem_bytes);
+	if (!e && p->cluster[0] * p->cluster[1] > CLUSTER_PORTABLE_MAX)
+		e = CU(r, cuFuncSetAttribute, r->f,
+		       CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+	return e;
+}
+
+/* A launch of our kernel with the given grid, cluster and shared memory. */
+static void run_launch_config(struct run *r, const unsigned int grid[3],
+			      CUlaunchConfig *cfg, CUlaunchAttribute *attr)
+{
+	const struct gemm_plan *p = r->plan;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr->value.clusterDim.x = p->cluster[0];
+	attr->value.clusterDim.y = p->cluster[1];
+	attr->value.clusterDim.z = p->cluster[2];
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->gridDimX = grid[0];
+	cfg->gridDimY = grid[1];
+	cfg->gridDimZ = grid[2];
+	cfg->blockDimX = p->block[0];
+	cfg->blockDimY = p->block[1];
+	cfg->blockDimZ = p->block[2];
+	cfg->sharedMemBytes = p->smem_bytes;
+	cfg->hStream = r->g->stream;
+	cfg->attrs = attr;
+	cfg->numAttrs = 1;
+}
+
+/*
+ * The grid to launch.  A persistent kernel gets as many clusters as can
+ * be resident at once (cuOccupancyMaxActiveClusters, asked with the real
+ * cluster shape, block and shared memory), at most one per work unit;
+ * it walks the rest itself.  None resident means the job cannot run.
+ */
+static int run_grid(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	const unsigned int one[3] = { p->cluster[0], p->cluster[1], 1 };
+	CUlaunchAttribute attr;
+	CUlaunchConfig cfg;
+	int n = 0, e;
+
+	memcpy(r->grid, p->grid, sizeof(r->grid));
+	if (!p->persistent)
+		return 0;
+	run_launch_config(r, one, &cfg, &attr);
+	e = CU(r, cuOccupancyMaxActiveClusters, &n, r->f, &cfg);
+	if (e)
+		return err_context(e, r->err, r->errlen, p->kernel);
+	if (n <= 0) {
+		snprintf(r->err, r->errlen,
+			 "%s: no cluster of %ux%u CTAs of %u threads and %u "
+			 "bytes of shared memory can be resident on this GPU "
+			 "(cuOccupancyMaxActiveClusters: %d)",
+			 p->kernel, p->cluster[0], p->cluster[1], p->block[0],
+			 p->smem_bytes, n);
+		return -EOPNOTSUPP;
+	}
+	r->grid[0] = p->cluster[0] * (unsigned int)MIN(p->units, (uint64_t)n);
+	return 0;
+}
+
+/* struct gemm_args from the spec and the plan (kernels/gemm-abi.h). */
+static void run_args(struct run *r)
+{
+	const struct gemm_spec *s = r->spec;
+	const struct gemm_plan *p = r->plan;
+	struct gemm_args *a = &r->args;
+
+	memset(a, 0, sizeof(*a));
+	a->d = r->d;
+	a->c = r->reads_c ? r->c : 0;
+	a->a = r->a;
+	a->b = r->b;
+	a->m = (uint32_t)s->m;
+	a->n = (uint32_t)s->n;
+	a->k = (uint32_t)s->k;
+	a->ldd = (uint32_t)s->n;
+	a->lda = (uint32_t)(layout_a_kmajor(s->layout) ? s->k : s->m);
+	a->ldb = (uint32_t)(layout_b_kmajor(s->layout) ? s->k : s->n);
+	a->stages = p->stages;
+	a->cluster_x = p->cluster[0];
+	a->cluster_y = p->cluster[1];
+	a->raster = p->raster == GEMM_RASTER_ALONG_N ? GEMMD_RASTER_ALONG_N :
+						       GEMMD_RASTER_ALONG_M;
+	a->swizzle = MAX(p->swizzle, 1u);
+	a->epilogue = p->epilogue == GEMM_EPILOGUE_TMA ? GEMMD_EPILOGUE_TMA :
+							 GEMMD_EPILOGUE_DIRECT;
+	a->out = out_code(s->out);
+	a->alpha = (float)s->alpha;
+	a->beta = (float)s->beta;
 }
 
 static int run_prepare(struct run *r)
 {
-	const struct gemm_spec *s = r->spec;
-	const uint64_t esize = gemm_dtype_size(s->dtype);
 	int e;
 
 	e = CU(r, cuCtxSetCurrent, r->g->ctx);
 	if (!e)
-		e = function_get(r->g, r->plan->cubin, r->plan->kernel, &r->f,
-				 r->err, r->errlen);
+		e = run_function(r);
 	if (!e)
-		e = CU(r, cuFuncSetAttribute, r->f,
-		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		       (int)r->plan->smem_bytes);
+		e = run_buffers(r);
 	if (!e)
-		e = CU(r, cuMemAlloc, &r->a, s->m * s->k * esize);
+		e = run_maps(r);
 	if (!e)
-		e = CU(r, cuMemAlloc, &r->b, s->n * s->k * esize);
+		e = run_grid(r);
 	if (!e)
-		e = CU(r, cuMemAlloc, &r->d, s->m * s->n * esize);
-	if (!e)
-		e = run_init_matrix(r, r->a, s->m * s->k, GEMMD_STREAM_A);
-	if (!e)
-		e = run_init_matrix(r, r->b, s->n * s->k, GEMMD_STREAM_B);
-	if (!e)
-		e = run_tensor_map(r, &r->tma_a, r->a, s->m, r->plan->tile.m);
-	if (!e)
-		e = run_tensor_map(r, &r->tma_b, r->b, s->n, r->plan->tile.n);
-	if (e)
-		return e;
-
-	r->args.d = r->d;
-	r->args.m = (uint32_t)s->m;
-	r->args.n = (uint32_t)s->n;
-	r->args.k = (uint32_t)s->k;
-	r->args.ldd = (uint32_t)s->n;
-	r->args.stages = r->plan->stages;
-	return 0;
+		run_args(r);
+	return e;
 }
 
 static int run_launch_ours(struct run *r)
 {
-	const struct gemm_plan *p = r->plan;
-	void *params[] = { &r->tma_a, &r->tma_b, &r->args };
+	void *params[] = { &r->tma_a, &r->tma_b, &r->tma_d, &r->args };
 	CUlaunchAttribute attr;
 	CUlaunchConfig cfg;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	attr.value.clusterDim.x = MAX(p->cluster[0], 1u);
-	attr.value.clusterDim.y = MAX(p->cluster[1], 1u);
-	attr.value.clusterDim.z = MAX(p->cluster[2], 1u);
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.gridDimX = p->grid[0];
-	cfg.gridDimY = p->grid[1];
-	cfg.gridDimZ = p->grid[2];
-	cfg.blockDimX = p->block[0];
-	cfg.blockDimY = p->block[1];
-	cfg.blockDimZ = p->block[2];
-	cfg.sharedMemBytes = p->smem_bytes;
-	cfg.hStream = r->g->stream;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
+	run_launch_config(r, r->grid, &cfg, &attr);
 	return CU(r, cuLaunchKernelEx, &cfg, r->f, params, NULL);
 }
 
@@ -886,16 +1220,75 @@ static double fp16_to_double(uint16_t h)
 	return sign * ldexp(man + 1024, exp - 25);
 }
 
-static int read_row(struct run *r, CUdeviceptr base, uint64_t row, float *out)
+/* An element of D as read back, in its output type. */
+static double out_to_double(enum gemm_dtype t, const void *p)
 {
-	uint64_t k = r->spec->k, i;
+	uint16_t h;
+	float f;
+
+	switch (t) {
+	case GEMM_DTYPE_BF16:
+		memcpy(&h, p, sizeof(h));
+		return bf16_to_double(h);
+	case GEMM_DTYPE_FP16:
+		memcpy(&h, p, sizeof(h));
+		return fp16_to_double(h);
+	case GEMM_DTYPE_FP32:
+	case _GEMM_DTYPE_MAX:
+	default:
+		memcpy(&f, p, sizeof(f));
+		return f;
+	}
+}
+
+/*
+ * The operands' element strides in the job's layout (see struct
+ * gemm_ref_args): A[m][k] = a[m * a_sm + k * a_sk], B[k][n] = b[k * b_sk
+ * + n * b_sn].
+ */
+static void run_strides(const struct run *r, struct gemm_ref_args *ref)
+{
+	const struct gemm_spec *s = r->spec;
+	const uint32_t m = (uint32_t)s->m, n = (uint32_t)s->n;
+	const uint32_t k = (uint32_t)s->k;
+
+	ref->a_sm = layout_a_kmajor(s->layout) ? k : 1;
+	ref->a_sk = layout_a_kmajor(s->layout) ? 1 : m;
+	ref->b_sk = layout_b_kmajor(s->layout) ? 1 : n;
+	ref->b_sn = layout_b_kmajor(s->layout) ? k : 1;
+}
+
+/*
+ * The k inputs of one output element on one side, as floats: elements
+ * first, first + stride, ... of an input matrix (a row of A or a column
+ * of B; stride 1 when the operand is K-major).
+ */
+static int read_k_vector(struct run *r, CUdeviceptr base, uint64_t first,
+			 uint64_t stride, float *out)
+{
+	const uint64_t k = r->spec->k;
 	uint16_t *h = malloc(k * sizeof(*h));
+	CUDA_MEMCPY2D c;
 	int e;
 
 	if (!h)
 		return -ENOMEM;
-	e = CU(r, cuMemcpyDtoH, h, base + row * k * 2, k * sizeof(*h));
-	for (i = 0; !e && i < k; i++)
+	if (stride == 1) {
+		e = CU(r, cuMemcpyDtoH, h, base + first * sizeof(*h),
+		       k * sizeof(*h));
+	} else {
+		memset(&c, 0, sizeof(c));
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = base + first * sizeof(*h);
+		c.srcPitch = stride * sizeof(*h);
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = h;
+		c.dstPitch = sizeof(*h);
+		c.WidthInBytes = sizeof(*h);
+		c.Height = k;
+		e = CU(r, cuMemcpy2D, &c);
+	}
+	for (uint64_t i = 0; !e && i < k; i++)
 		out[i] = (float)(r->spec->dtype == GEMM_DTYPE_BF16 ?
 					 bf16_to_double(h[i]) :
 					 fp16_to_double(h[i]));
@@ -904,39 +1297,70 @@ static int read_row(struct run *r, CUdeviceptr base, uint64_t row, float *out)
 }
 
 /*
+ * Which consumer warpgroup wrote row: ws and cooperative split a tile's
+ * rows between two; in the other schedules a warpgroup owns whole tiles
+ * (pingpong) or there is none, and 0 is reported.
+ */
+static unsigned int run_warpgroup(const struct run *r, uint64_t row)
+{
+	const struct gemm_tile *t = &r->plan->tile;
+
+	switch (r->spec->schedule) {
+	case GEMM_SCHEDULE_WS:
+	case GEMM_SCHEDULE_COOPERATIVE:
+		return t->m >= 2 ? (unsigned int)(row % t->m / (t->m / 2)) : 0;
+	case GEMM_SCHEDULE_PINGPONG:
+	case GEMM_SCHEDULE_INTERLEAVED:
+	case GEMM_SCHEDULE_MULTISTAGE:
+	case GEMM_SCHEDULE_PIPELINED:
+	case _GEMM_SCHEDULE_MAX:
+	default:
+		return 0;
+	}
+}
+
+/*
  * Trace the first mismatch to the k-tile and stage that made it: its row
- * of A and row of B (B is stored N x K) come back to the host and the
- * error is matched against per-k-tile partial sums.  Best effort: a
- * failure here leaves the verdict as it is.
+ * of A and column of B come back to the host and the error is matched
+ * against per-k-tile partial sums (the error scaled back by alpha).  The
+ * tile is the plan's; the stage is k_tile % stages only where the ring
+ * starts afresh with each tile, so a persistent kernel reports none.
+ * Best effort: a failure here leaves the verdict as it is.
  */
 static void run_diagnose(struct run *r, struct gemm_verdict *v)
 {
-	uint64_t k = r->spec->k;
+	const struct gemm_spec *s = r->spec;
+	const uint64_t k = s->k;
 	float *a = malloc(k * sizeof(*a)), *b = malloc(k * sizeof(*b));
-	double err = v->first_got - v->first_want;
+	const double alpha = s->alpha;
+	double err = v->first_got - v->first_want, tol;
+	struct gemm_ref_args st = { 0 };
 	struct kdiag d;
 
-	if (!a || !b || !isfinite(err) ||
-	    read_row(r, r->a, (uint64_t)v->first_row, a) ||
-	    read_row(r, r->b, (uint64_t)v->first_col, b))
+	run_strides(r, &st);
+	if (!a || !b || !isfinite(err) || fpclassify(alpha) == FP_ZERO ||
+	    read_k_vector(r, r->a, (uint64_t)v->first_row * st.a_sm, st.a_sk,
+			  a) ||
+	    read_k_vector(r, r->b, (uint64_t)v->first_col * st.b_sn, st.b_sk,
+			  b))
 		goto out;
 	/* randint sums are exact integers; otherwise allow the tolerance */
+	tol = s->init == GEMM_INIT_RANDINT ?
+		      0.5 :
+		      v->atol + v->rtol * fabs(v->first_want);
 	diagnose_element(&r->plan->tile, r->plan->stages,
 			 (unsigned int)v->first_row, (unsigned int)v->first_col,
-			 a, b, (unsigned int)k, err,
-			 r->spec->init == GEMM_INIT_RANDINT ?
-				 0.5 :
-				 v->atol + v->rtol * fabs(v->first_want),
+			 a, b, (unsigned int)k, err / alpha, tol / fabs(alpha),
 			 &d);
 	v->diagnosed = true;
 	v->where.tile_m = d.tile_m;
 	v->where.tile_n = d.tile_n;
-	v->where.warpgroup = d.warpgroup;
+	v->where.warpgroup = run_warpgroup(r, (uint64_t)v->first_row);
 	v->where.kind = d.kind;
 	v->where.k_tile = d.k_tile;
-	v->where.stage = d.stage;
+	v->where.stage = r->plan->persistent ? -1 : d.stage;
 	v->where.other_k_tile = d.other_k_tile;
-	v->where.other_stage = d.other_stage;
+	v->where.other_stage = r->plan->persistent ? -1 : d.other_stage;
 out:
 	free(a);
 	free(b);
@@ -946,20 +1370,19 @@ out:
 static int run_first_mismatch(struct run *r, struct gemm_verdict *v,
 			      uint64_t index)
 {
-	uint16_t got;
+	unsigned char got[4];
 	float want;
 	int e;
 
 	v->first_row = (int64_t)(index / r->spec->n);
 	v->first_col = (int64_t)(index % r->spec->n);
-	e = CU(r, cuMemcpyDtoH, &got, r->d + index * 2, sizeof(got));
+	e = CU(r, cuMemcpyDtoH, got, r->d + index * r->out_size, r->out_size);
 	if (!e)
-		e = CU(r, cuMemcpyDtoH, &want, r->ref + index * 4,
+		e = CU(r, cuMemcpyDtoH, &want, r->ref + index * sizeof(want),
 		       sizeof(want));
 	if (e)
 		return e;
-	v->first_got = r->spec->dtype == GEMM_DTYPE_BF16 ? bf16_to_double(got) :
-							   fp16_to_double(got);
+	v->first_got = out_to_double(r->spec->out, got);
 	v->first_want = want;
 	return 0;
 }
@@ -987,22 +1410,54 @@ static void verdict_fill(struct run *r, const struct gemm_cmp_stats *st,
 }
 
 /*
- * Tolerances: see cmp_elem() in kernels/reference.cu.  randint is exact;
- * otherwise rtol is the output format's epsilon and atol covers fp32
- * summation order, K * 2^-20.
+ * Exact comparison needs every value the GEMM makes to be an integer
+ * that fp32 holds exactly, whatever the order of the sums and whether
+ * the epilogue fuses alpha * acc + beta * c: randint inputs (|x| <= 2),
+ * integer alpha and beta, and |alpha| * 4k + |beta| * 2 below 2^24.
+ */
+static bool run_exact(const struct gemm_spec *s)
+{
+	const double bound =
+		fabs(s->alpha) * 4.0 * (double)s->k + fabs(s->beta) * 2.0;
+
+	return s->init == GEMM_INIT_RANDINT &&
+	       !(fabs(s->alpha - trunc(s->alpha)) > 0) &&
+	       !(fabs(s->beta - trunc(s->beta)) > 0) && bound < 0x1p24;
+}
+
+/*
+ * Tolerances: see cmp_elem() in kernels/reference.cu.  Exact where
+ * run_exact() says so; otherwise atol covers fp32 summation order,
+ * max(1, |alpha|) * K * 2^-20, and rtol the output's final rounding: its
+ * epsilon for bf16 and fp16; for fp32 there is none, and 2^-22 covers the
+ * epilogue's own fp32 roundings.
  */
 static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
 			  struct gemm_verdict *v)
 {
-	if (r->spec->init == GEMM_INIT_RANDINT) {
+	const struct gemm_spec *s = r->spec;
+
+	if (run_exact(s)) {
 		c->exact = 1;
 		c->atol = 0;
 		c->rtol = 0;
 	} else {
 		c->exact = 0;
-		c->atol = (float)ldexp((double)r->spec->k, -20);
-		c->rtol = r->spec->dtype == GEMM_DTYPE_BF16 ? 0x1p-7f :
-							      0x1p-10f;
+		c->atol = (float)(fmax(1.0, fabs(s->alpha)) *
+				  ldexp((double)s->k, -20));
+		switch (s->out) {
+		case GEMM_DTYPE_BF16:
+			c->rtol = 0x1p-7f;
+			break;
+		case GEMM_DTYPE_FP16:
+			c->rtol = 0x1p-10f;
+			break;
+		case GEMM_DTYPE_FP32:
+		case _GEMM_DTYPE_MAX:
+		default:
+			c->rtol = 0x1p-22f;
+			break;
+		}
 	}
 	v->atol = c->atol;
 	v->rtol = c->rtol;
@@ -1011,22 +1466,28 @@ static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
 /* ---- cuBLASLt: shared by the reference and the baseline ----------------- */
 
 /*
- * A cuBLASLt GEMM on the run's A and B into out (D for the baseline, the
- * fp32 reference buffer for fp32_out), with the workspace allocated on
- * first use.
+ * A cuBLASLt GEMM on the run's A and B: d = alpha * A * B + beta * c, d
+ * and c of type out (D and C for the baseline; the fp32 reference buffer
+ * for the reference), with the workspace allocated on first use.
  */
-static int run_lt_new(struct run *r, bool fp32_out, CUdeviceptr out,
+static int run_lt_new(struct run *r, enum gemm_dtype out, CUdeviceptr c,
+		      CUdeviceptr d, float alpha, float beta,
 		      struct cublaslt_gemm **ret)
 {
-	struct cublaslt_gemm_desc d = {
-		.dtype = r->spec->dtype,
-		.fp32_out = fp32_out,
-		.m = r->spec->m,
-		.n = r->spec->n,
-		.k = r->spec->k,
+	const struct gemm_spec *s = r->spec;
+	struct cublaslt_gemm_desc desc = {
+		.dtype = s->dtype,
+		.out = out,
+		.layout = s->layout,
+		.m = s->m,
+		.n = s->n,
+		.k = s->k,
+		.alpha = alpha,
+		.beta = beta,
 		.a = r->a,
 		.b = r->b,
-		.d = out,
+		.c = c,
+		.d = d,
 		.workspace_bytes = PLAN_CUBLASLT_WORKSPACE,
 	};
 	int e;
@@ -1038,8 +1499,8 @@ static int run_lt_new(struct run *r, bool fp32_out, CUdeviceptr out,
 		e = CU(r, cuMemAlloc, &r->lt_ws, PLAN_CUBLASLT_WORKSPACE);
 	if (e)
 		return e;
-	d.workspace = r->lt_ws;
-	return cublaslt_gemm_new(&d, ret, r->err, r->errlen);
+	desc.workspace = r->lt_ws;
+	return cublaslt_gemm_new(&desc, ret, r->err, r->errlen);
 }
 
 /* After a failed cuBLASLt call: did it take the context down? */
@@ -1059,31 +1520,73 @@ static int run_launch_lt(struct run *r)
 	return e ? run_lt_failed(r, e) : 0;
 }
 
-/* The fp32 reference from cuBLASLt's first heuristic choice. */
+/*
+ * The device reference into r->ref: alpha * A * B (k terms) + beta * C,
+ * as the spec has them.
+ */
+static int run_reference_device(struct run *r, uint64_t k, float alpha)
+{
+	const struct gemm_spec *s = r->spec;
+	struct gemm_ref_args ref = {
+		.a = r->a,
+		.b = r->b,
+		.c = r->reads_c ? r->c : 0,
+		.r = r->ref,
+		.m = (uint32_t)s->m,
+		.n = (uint32_t)s->n,
+		.k = (uint32_t)k,
+		.out = out_code(s->out),
+		.alpha = alpha,
+		.beta = r->reads_c ? (float)s->beta : 0.0f,
+	};
+
+	run_strides(r, &ref);
+	return run_helper(r, r->g->f_ref[s->dtype], DIV_ROUND_UP(s->m, 64),
+			  DIV_ROUND_UP(s->n, 64), &ref);
+}
+
+/*
+ * The fp32 reference from cuBLASLt's first heuristic choice.  cuBLASLt
+ * wants C of D's type, so with beta != 0 the reference kernel first
+ * writes beta * C (k = 0) in fp32 into the reference buffer, and
+ * cuBLASLt adds alpha * A * B to it in place (beta 1).
+ */
 static int run_reference_cublas(struct run *r)
 {
-	int e;
+	const float alpha = (float)r->spec->alpha;
+	int e = 0;
 
-	e = run_lt_new(r, true, r->ref, &r->lt_ref);
+	if (r->reads_c)
+		e = run_reference_device(r, 0, 0.0f);
+	if (!e)
+		e = run_lt_new(r, GEMM_DTYPE_FP32, r->reads_c ? r->ref : 0,
+			       r->ref, alpha, r->reads_c ? 1.0f : 0.0f,
+			       &r->lt_ref);
 	if (e)
 		return e;
 	e = cublaslt_gemm_launch(r->lt_ref, r->g->stream, r->err, r->errlen);
 	return e ? run_lt_failed(r, e) : 0;
 }
 
+/* Poison D so that elements the kernel never writes show. */
+static int run_poison(struct run *r)
+{
+	const uint64_t count = r->spec->m * r->spec->n;
+	const bool wide = r->out_size == 4;
+	struct gemm_fill_args fill = {
+		.p = r->d,
+		.count = count,
+		.value = wide ? GEMMD_POISON_U32 : GEMMD_POISON_U16,
+	};
+
+	return run_helper(r, wide ? r->g->f_fill32 : r->g->f_fill16,
+			  stride_blocks(r, count), 1, &fill);
+}
+
 static int run_verify(struct run *r, struct gemm_verdict *v)
 {
 	const struct gemm_spec *s = r->spec;
 	const uint64_t count = s->m * s->n;
-	struct gemm_fill_args fill = {
-		.count = count,
-		.value = GEMMD_POISON_U16,
-	};
-	struct gemm_ref_args ref = {
-		.m = (uint32_t)s->m,
-		.n = (uint32_t)s->n,
-		.k = (uint32_t)s->k,
-	};
 	struct gemm_cmp_args cmp = { .count = count };
 	struct gemm_cmp_stats st;
 	int e;
@@ -1091,12 +1594,8 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 	e = CU(r, cuMemAlloc, &r->ref, count * sizeof(float));
 	if (!e)
 		e = CU(r, cuMemAlloc, &r->stats, sizeof(st));
-	if (e)
-		return e;
-
-	/* Poison D so that elements the kernel never writes show. */
-	fill.p = r->d;
-	e = run_helper(r, r->g->f_fill, stride_blocks(r, count), 1, &fill);
+	if (!e)
+		e = run_poison(r);
 	if (!e)
 		e = run_launch(r);
 	if (!e)
@@ -1104,9 +1603,6 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 	if (e)
 		return e;
 
-	ref.a = r->a;
-	ref.b = r->b;
-	ref.r = r->ref;
 	memset(&st, 0, sizeof(st));
 	st.first_index = UINT64_MAX;
 	cmp.d = r->d;
@@ -1116,13 +1612,12 @@ static int run_verify(struct run *r, struct gemm_verdict *v)
 	if (s->reference == GEMM_REFERENCE_CUBLAS)
 		e = run_reference_cublas(r);
 	else
-		e = run_helper(r, r->g->f_ref[s->dtype], DIV_ROUND_UP(s->m, 64),
-			       DIV_ROUND_UP(s->n, 64), &ref);
+		e = run_reference_device(r, s->k, (float)s->alpha);
 	if (!e)
 		e = CU(r, cuMemcpyHtoD, r->stats, &st, sizeof(st));
 	if (!e)
-		e = run_helper(r, r->g->f_cmp[s->dtype],
-			       stride_blocks(r, count), 1, &cmp);
+		e = run_helper(r, r->g->f_cmp[s->out], stride_blocks(r, count),
+			       1, &cmp);
 	if (!e)
 		e = run_sync(r, "reference and compare", 1);
 	if (!e)
@@ -1364,7 +1859,7 @@ static int run_time(struct run *r, struct gemm_timing *t,
  * Rates at the median time.  The peak is SMs x the maximum SM clock
  * (CU_DEVICE_ATTRIBUTE_CLOCK_RATE) x GPU_SM90_DENSE_FLOP_PER_CLK, for
  * SM90 only.  The fewest bytes a GEMM can move: A and B read once, D
- * written once.
+ * written once and, with beta != 0, C read once, each in its own type.
  */
 static void run_rates(const struct run *r, struct gemm_result *res)
 {
@@ -1372,8 +1867,8 @@ static void run_rates(const struct run *r, struct gemm_result *res)
 	const double median_s = res->timing.median_us * 1e-6;
 
 	res->tflops = gemm_flops(s) / median_s / 1e12;
-	res->min_bytes = (s->m * s->k + s->n * s->k + s->m * s->n) *
-			 gemm_dtype_size(s->dtype);
+	res->min_bytes = (s->m * s->k + s->n * s->k) * r->in_size +
+			 s->m * s->n * r->out_size * (r->reads_c ? 2 : 1);
 	res->achieved_gbps = (double)res->min_bytes / median_s / 1e9;
 	res->peak_tflops = NAN;
 	if (r->g->cc_major == 9)
@@ -1443,17 +1938,20 @@ static int run_lt_pick(struct run *r, struct gemm_baseline_result *b)
 }
 
 /*
- * The baseline: cuBLASLt on the same A, B and D, timed exactly as ours
- * was (same mode, warm-up and stopping rule), after ours.  D is
- * overwritten, which is fine: verification is done by now.
+ * The baseline: cuBLASLt on the same A, B, C and D (same alpha, beta and
+ * output type), timed exactly as ours was (same mode, warm-up and
+ * stopping rule), after ours.  D is overwritten, which is fine:
+ * verification is done by now.
  */
 static int run_baseline(struct run *r, struct gemm_result *res)
 {
+	const struct gemm_spec *s = r->spec;
 	struct gemm_baseline_result *b = &res->baseline;
 	struct gemm_telemetry tele;
 	int e;
 
-	e = run_lt_new(r, false, r->d, &r->lt);
+	e = run_lt_new(r, s->out, r->reads_c ? r->c : 0, r->d, (float)s->alpha,
+		       r->reads_c ? (float)s->beta : 0.0f, &r->lt);
 	if (!e)
 		e = run_lt_pick(r, b);
 	if (e)
@@ -1471,6 +1969,13 @@ static int run_baseline(struct run *r, struct gemm_result *res)
 	return 0;
 }
 
+/* The grid that runs, for the result: a persistent kernel's is cut. */
+static void run_launch_report(const struct run *r, struct gemm_launch *l)
+{
+	memcpy(l->grid, r->grid, sizeof(l->grid));
+	l->ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
+}
+
 /*
  * Frees everything a run allocated; errors are ignored.  After a sticky
  * error (or a hang, with the kernel still running) the driver calls could
@@ -1479,8 +1984,8 @@ static int run_baseline(struct run *r, struct gemm_result *res)
  */
 static void run_free(struct run *r)
 {
-	const CUdeviceptr bufs[] = { r->a,     r->b,	 r->d,	  r->ref,
-				     r->stats, r->flush, r->lt_ws };
+	const CUdeviceptr bufs[] = { r->a,   r->b,     r->c,	 r->d,
+				     r->ref, r->stats, r->flush, r->lt_ws };
 
 	if (r->sticky)
 		goto host;
@@ -1509,6 +2014,10 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	r.spec = spec;
 	r.plan = plan;
 	r.launch = run_launch_ours;
+	r.tma = schedule_uses_tma(spec->schedule);
+	r.reads_c = spec_reads_c(spec);
+	r.in_size = gemm_dtype_size(spec->dtype);
+	r.out_size = gemm_dtype_size(spec->out);
 	r.err = err;
 	r.errlen = errlen;
 	memset(ret, 0, sizeof(*ret));
@@ -1520,6 +2029,8 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	e = run_validate(&r);
 	if (!e)
 		e = run_prepare(&r);
+	if (!e)
+		run_launch_report(&r, &ret->launch);
 	if (!e && spec->verify)
 		e = run_verify(&r, &ret->verify);
 	if (!e)

@@ -29,10 +29,13 @@ json_t *gpu_describe(struct gpu *g);
 int gpu_mem_free(struct gpu *g, size_t *ret_free);
 
 /*
- * Run one job: allocate, initialise inputs from the seed, poison the
- * output, launch once and verify against the reference kernel, then warm
- * up and time samples with CUDA events, cold (L2 flushed) or hot, until
+ * Run one job: allocate, initialise A, B (and C when beta != 0) from the
+ * seed, poison the output, launch once and verify against the reference
+ * (kernel or cuBLASLt) in the job's layout and output type, then warm up
+ * and time samples with CUDA events, cold (L2 flushed) or hot, until
  * timing.iterations samples or the stopping rule; with NVML telemetry.
+ * ret->launch is the grid that ran: a persistent plan's grid[0] is cut to
+ * the clusters that can be resident at once.
  *
  * Returns 0, or a negative errno with the reason in err.  *ret_sticky is set
  * when the CUDA context is no longer usable (an illegal address, a trap):

@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sm90_gemm.cu - the warp-specialized SM90 GEMMs: schedules ws,
+ * cooperative and pingpong.  D = alpha * A * B + beta * C, A and B bf16 or
+ * fp16 in any of the four layouts, fp32 accumulation, D and C of the
+ * run-time output type (kernels/gemm-abi.h).
+ *
+ * Built once per entry (one kernel per translation unit): -DGEMMD_SCHED=
+ * ws|cooperative|pingpong -DGEMMD_DTYPE -DGEMMD_LAYOUT -DGEMMD_BM/BN/BK.
+ *
+ * Three warpgroups, 384 threads, one CTA per SM:
+ *   WG0    producer: drops to 40 registers; one elected thread streams
+ *          A and B k-tiles with TMA into a ring of `stages` slots;
+ *   WG1/2  consumers (232 registers): wgmma from the swizzled slots,
+ *          then the epilogue (direct stores, or TMA stores through smem).
+ * Schedules:
+ *   ws           one work unit per cluster (the grid covers all tiles);
+ *                both consumers split each tile's rows.
+ *   cooperative  the same split, persistent: a CTA walks units id, id+G,
+ *                ... and its producer runs ahead into the next tile
+ *                while the consumers store the last one.
+ *   pingpong     persistent; each consumer takes every other tile of the
+ *                CTA whole.  An ordered barrier hands the tensor cores
+ *                over (mainloop turn) and the epilogue turn, so one
+ *                consumer's stores overlap the other's mainloop.
+ *
+ * Ring protocol, per slot s: full[s] (count 1: the local producer's
+ * arrive.expect_tx of the whole stage; TMA, local or multicast from a
+ * peer, completes the bytes) and empty[s] (count: consumer warpgroups
+ * reading a slot x (cluster_x + cluster_y - 1)).  Each role keeps (slot,
+ * phase), the phase flipping on wrap; the producer starts at phase 1.  A
+ * consumer keeps one wgmma batch in flight and releases a slot one k-tile
+ * late, on every CTA of its cluster row and column: those are the CTAs
+ * whose producers may multicast into it.
+ *
+ * Clusters: cluster_x CTAs along M by cluster_y along N.  CTA (x, 0)
+ * loads the A tile of row x and multicasts it to (x, *); CTA (0, y) loads
+ * the B tile of column y for (*, y).  Every CTA arms its own full barrier
+ * for the whole stage.  Before exiting, the producer drains the ring and
+ * the cluster meets at a barrier, so no peer can still write into or
+ * arrive on a CTA that has left.
+ *
+ * Shared memory (dynamic): full[16] | empty[16] | order[4] | pad to 1024 |
+ * ring: slot s = A tile, B tile | epilogue staging (TMA epilogue only).
+ * A tile for K-major A: BM rows of 128 B; for M-major A: BM/64 chunks of
+ * BK rows x 128 B (64 M elements).  The same for B with BN.  Either way
+ * rows [64i, 64i + 64) of A start 8 KiB * i into the tile.
+ */
+#include "common.cuh"
+#include "sched.cuh"
+
+namespace {
+
+enum sm90_sched { SCHED_WS, SCHED_COOP, SCHED_PINGPONG };
+
+#define GEMMD_SCHED_ID_ws SCHED_WS
+#define GEMMD_SCHED_ID_cooperative SCHED_COOP
+#define GEMMD_SCHED_ID_pingpong SCHED_PINGPONG
+#define GEMMD_CAT_(a, b) a##b
+#define GEMMD_CAT(a, b) GEMMD_CAT_(a, b)
+#define GEMMD_TYPE_bf16 __nv_bfloat16
+#define GEMMD_TYPE_fp16 __half
+/* K-major A in tn and tt; K-major B in tn and nn. */
+#define GEMMD_A_KMAJOR_tn 1
+#define GEMMD_A_KMAJOR_tt 1
+#define GEMMD_A_KMAJOR_nt 0
+#define GEMMD_A_KMAJOR_nn 0
+#define GEMMD_B_KMAJOR_tn 1
+#define GEMMD_B_KMAJOR_nn 1
+#define GEMMD_B_KMAJOR_nt 0
+#define GEMMD_B_KMAJOR_tt 0
+
+template <int SCHED, typename T, int BM, int BN, int BK, bool AK, bool BK_>
+struct sm90_config {
+	static constexpr int bm = BM, bn = BN, bk = BK;
+	static constexpr bool a_kmajor = AK, b_kmajor = BK_;
+	static constexpr bool persistent = SCHED != SCHED_WS;
+	static constexpr bool pingpong = SCHED == SCHED_PINGPONG;
+	static constexpr uint32_t a_bytes = BM * BK * sizeof(T);
+	static constexpr uint32_t b_bytes = BN * BK * sizeof(T);
+	static constexpr uint32_t stage_bytes = a_bytes + b_bytes;
+	static constexpr uint32_t fit =
+		(GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) / stage_bytes;
+	static constexpr uint32_t max_stages =
+		fit < GEMMD_MAX_STAGES ? fit : GEMMD_MAX_STAGES;
+	/* Rows of a tile one consumer computes, in 64-row wgmma slices. */
+	static constexpr int wg_rows = pingpong ? BM : BM / 2;
+	static constexpr int mi = wg_rows / 64;
+	static constexpr int n_acc = BN / 2; /* per slice, per thread */
+	/* Consumer warpgroups that read each slot. */
+	static constexpr uint32_t slot_readers = pingpong ? 1 : 2;
+	/* 64-element chunks of an MN-major tile, BK rows of 128 B each. */
+	static constexpr uint32_t chunk_bytes = BK * 128;
+
+	static_assert(sizeof(T) == 2, "16-bit inputs");
+	static_assert(BK * sizeof(T) == 128, "one 128B swizzle row per k-tile");
+	static_assert(wg_rows % 64 == 0 && mi >= 1, "64-row wgmma slices");
+	static_assert(mi *n_acc <= 128, "accumulators fit a consumer");
+	static_assert(BM % 64 == 0 && BN % 64 == 0, "64-wide MN chunks");
+	static_assert(BM <= 256 && BN <= 256, "TMA box and wgmma N <= 256");
+	static_assert(a_bytes % 1024 == 0 && b_bytes % 1024 == 0,
+		      "tiles must stay 1024-B aligned");
+	static_assert(chunk_bytes == 64 * 128, "an A slice is 8 KiB");
+	static_assert(2 * 8 * GEMMD_MAX_STAGES + 32 + 1023 <= GEMMD_SMEM_FIXED,
+		      "barriers and alignment slack fit in smem_fixed");
+};
+
+/* Register budgets: 128*40 + 256*232 = 64512 <= 65536. */
+constexpr uint32_t producer_regs = 40;
+constexpr uint32_t consumer_regs = 232;
+
+/* Where things are, and who this CTA is in its cluster. */
+struct sm90_ctx {
+	uint32_t full, empty, order; /* barrier arrays */
+	uint32_t ring; /* slot 0, 1024-B aligned */
+	uint32_t staging; /* after the ring: TMA epilogue buffers */
+	uint32_t stages, k_tiles;
+	uint32_t cta_x, cta_y, cx, cy;
+	uint32_t cluster, clusters; /* this CTA's cluster, clusters launched */
+	struct gemmd_sched sched;
+};
+
+/* Pipeline position: slot and the parity to wait for. */
+struct pipe_state {
+	uint32_t slot, phase;
+};
+
+__device__ __forceinline__ void pipe_advance(pipe_state &p, uint32_t stages)
+{
+	if (++p.slot == stages) {
+		p.slot = 0;
+		p.phase ^= 1;
+	}
+}
+
+/* Skip n positions at once (pingpong: the other consumer's k-tiles). */
+[[maybe_unused]] __device__ __forceinline__ void
+pipe_skip(pipe_state &p, uint32_t n, uint32_t stages)
+{
+	const uint32_t t = p.slot + n;
+
+	p.phase ^= (t / stages) & 1;
+	p.slot = t % stages;
+}
+
+/* ---- producer ------------------------------------------------------------ */
+
+/* CTA-rank masks of the multicast groups: the CTA's row (same x), column. */
+__device__ __forceinline__ uint16_t row_mask(const sm90_ctx &c)
+{
+	uint16_t m = 0;
+
+	for (uint32_t j = 0; j < c.cy; j++)
+		m |= 1u << (c.cta_x + j * c.cx);
+	return m;
+}
+
+__device__ __forceinline__ uint16_t col_mask(const sm90_ctx &c)
+{
+	uint16_t m = 0;
+
+	for (uint32_t i = 0; i < c.cx; i++)
+		m |= 1u << (i + c.cta_y * c.cx);
+	return m;
+}
+
+/*
+ * One operand tile: a K-major tile is one box of (BK, rows); an MN-major
+ * tile is rows/64 boxes of (64, BK), chunk_bytes apart.  mask 0 means a
+ * local load.
+ */
+template <typename Cfg, bool KMAJOR, int ROWS>
+__device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap *map,
+					  int32_t k0, int32_t r0, uint32_t bar,
+					  uint16_t mask)
+{
+	if constexpr (KMAJOR) {
+		if (mask)
+			tma_load_2d_mc(dst, map, k0, r0, bar, mask);
+		else
+			tma_load_2d(dst, map, k0, r0, bar);
+	} else {
+#pragma unroll
+		for (int c = 0; c < ROWS / 64; c++) {
+			const uint32_t d = dst + c * Cfg::chunk_bytes;
+
+			if (mask)
+				tma_load_2d_mc(d, map, r0 + 64 * c, k0, bar,
+					       mask);
+			else
+				tma_load_2d(d, map, r0 + 64 * c, k0, bar);
+		}
+	}
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void
+producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
+{
+	/* Who loads what: the leader of each multicast group, or everyone. */
+	const bool load_a = c.cy == 1 || c.cta_y == 0;
+	const bool load_b = c.cx == 1 || c.cta_x == 0;
+	const uint16_t mask_a = c.cy > 1 ? row_mask(c) : 0;
+	const uint16_t mask_b = c.cx > 1 ? col_mask(c) : 0;
+	pipe_state p = { 0, 1 };
+
+	tma_prefetch_desc(tma_a);
+	tma_prefetch_desc(tma_b);
+
+#pragma unroll 1
+	for (uint32_t u = c.cluster; u < c.sched.units; u += c.clusters) {
+		uint32_t tm, tn;
+
+		/* Tiles outside D load zero-filled boxes for their peers. */
+		gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+#pragma unroll 1
+		for (uint32_t kt = 0; kt < c.k_tiles; kt++) {
+			const uint32_t a = c.ring + p.slot * Cfg::stage_bytes;
+			const uint32_t full = c.full + 8 * p.slot;
+			const int32_t k0 = kt * Cfg::bk;
+
+			mbar_wait(c.empty + 8 * p.slot, p.phase);
+			/* Whole stage, also on edge tiles: TMA counts zero-fill. */
+			mbar_arrive_expect_tx(full, Cfg::stage_bytes);
+			if (load_a)
+				load_tile<Cfg, Cfg::a_kmajor, Cfg::bm>(
+					a, tma_a, k0, tm * Cfg::bm, full,
+					mask_a);
+			if (load_b)
+				load_tile<Cfg, Cfg::b_kmajor, Cfg::bn>(
+					a + Cfg::a_bytes, tma_b, k0,
+					tn * Cfg::bn, full, mask_b);
+			pipe_advance(p, c.stages);
+		}
+	}
+
+	/*
+	 * Producer tail: wait until every slot still in flight has been
+	 * released by all its readers, here and in the peers it feeds.
+	 */
+#pragma unroll 1
+	for (uint32_t i = 0; i < c.stages; i++) {
+		mbar_wait(c.empty + 8 * p.slot, p.phase);
+		pipe_advance(p, c.stages);
+	}
+}
+
+/* ---- consumer mainloop --------------------------------------------------- */
+
+/*
+ * Release a slot on every CTA that may multicast into this one: its
+ * cluster row and column, itself once.  Lane l of the calling warp takes
+ * destination l, so all cluster_x + cluster_y - 1 arrive at once.
+ */
+__device__ __forceinline__ void release_slot(const sm90_ctx &c, uint32_t bar,
+					     uint32_t lane)
+{
+	uint32_t rank, j;
+
+	if (c.cx * c.cy == 1) {
+		if (lane == 0)
+			mbar_arrive(bar);
+		return;
+	}
+	if (lane < c.cx) {
+		rank = lane + c.cta_y * c.cx;
+	} else if (lane < c.cx + c.cy - 1) {
+		j = lane - c.cx;
+		j += j >= c.cta_y; /* skip this CTA: counted above */
+		rank = c.cta_x + j * c.cx;
+	} else {
+		return;
+	}
+	mbar_arrive_cluster(bar, rank);
+}
+
+template <typename Cfg> struct descs {
+	uint64_t a[Cfg::mi];
+	uint64_t b;
+	/* Descriptor start-address steps (16-B units): per k16, per slot. */
+	static constexpr uint32_t a_k16 = Cfg::a_kmajor ? 2 : 2048 >> 4;
+	static constexpr uint32_t b_k16 = Cfg::b_kmajor ? 2 : 2048 >> 4;
+	static constexpr uint32_t slot = Cfg::stage_bytes >> 4;
+};
+
+/* Descriptors for slot 0 of the slices of A rows [row0, row0 + wg_rows). */
+template <typename Cfg>
+__device__ __forceinline__ void make_descs(const sm90_ctx &c, uint32_t row0,
+					   descs<Cfg> &d)
+{
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++) {
+		const uint32_t a = c.ring + (row0 / 64 + i) * Cfg::chunk_bytes;
+
+		d.a[i] = Cfg::a_kmajor ?
+				 smem_desc_sw128(a) :
+				 smem_desc_sw128_mn(a, Cfg::chunk_bytes);
+	}
+	d.b = Cfg::b_kmajor ? smem_desc_sw128(c.ring + Cfg::a_bytes) :
+			      smem_desc_sw128_mn(c.ring + Cfg::a_bytes,
+						 Cfg::chunk_bytes);
+}
+
+/*
+ * One tile's k-loop.  Returns with every wgmma issued; the caller drains
+ * with mainloop_tail().  prev is the slot still held (released late).
+ */
+template <typename T, typename Cfg>
+__device__ __forceinline__ void mainloop(const sm90_ctx &c, const descs<Cfg> &d,
+					 float (&acc)[Cfg::mi][Cfg::n_acc],
+					 pipe_state &p, uint32_t &prev,
+					 uint32_t lane, bool warp0)
+{
+	using D = descs<Cfg>;
+
+#pragma unroll 1
+	for (uint32_t kt = 0; kt < c.k_tiles; kt++) {
+		const uint64_t off = p.slot * D::slot;
+
+		mbar_wait(c.full + 8 * p.slot, p.phase);
+#pragma unroll
+		for (int i = 0; i < Cfg::mi; i++)
+			wgmma_fence_acc(acc[i]);
+		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < Cfg::bk / 16; kk++)
+#pragma unroll
+			for (int i = 0; i < Cfg::mi; i++)
+				wgmma_m64k16<T, Cfg::bn, !Cfg::a_kmajor,
+					     !Cfg::b_kmajor>(
+					acc[i], d.a[i] + off + kk * D::a_k16,
+					d.b + off + kk * D::b_k16,
+					(kt | kk) != 0);
+		wgmma_commit();
+#pragma unroll
+		for (int i = 0; i < Cfg::mi; i++)
+			wgmma_fence_acc(acc[i]);
+		/*
+		 * Keep this k-tile's batch in flight; the previous one has
+		 * finished reading its slot, which can be refilled now.
+		 */
+		wgmma_wait<1>();
+#pragma unroll
+		for (int i = 0; i < Cfg::mi; i++)
+			wgmma_fence_acc(acc[i]);
+		if (kt > 0 && warp0)
+			release_slot(c, c.empty + 8 * prev, lane);
+		prev = p.slot;
+		pipe_advance(p, c.stages);
+	}
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void
+mainloop_tail(const sm90_ctx &c, float (&acc)[Cfg::mi][Cfg::n_acc],
+	      uint32_t prev, uint32_t lane, bool warp0)
+{
+	wgmma_wait<0>();
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++)
+		wgmma_fence_acc(acc[i]);
+	if (c.k_tiles > 0 && warp0)
+		release_slot(c, c.empty + 8 * prev, lane);
+}
+
+/* ---- epilogue ------------------------------------------------------------ */
+
+/* An element of C as fp32. */
+template <typename O> __device__ __forceinline__ float load_c(const O *cp)
+{
+	if constexpr (sizeof(O) == 4)
+		return *reinterpret_cast<const float *>(cp);
+	else
+		return gemmd_type<O>::to_float(
+			*reinterpret_cast<const uint16_t *>(cp));
+}
+
+/* D = alpha * acc + beta * C for one value; C only when beta != 0. */
+template <typename O>
+__device__ __forceinline__ float combine(const gemm_args &args, float acc,
+					 const O *cp)
+{
+	float v = args.alpha * acc;
+
+	if (args.beta != 0.0f)
+		v += args.beta * load_c<O>(cp);
+	return v;
+}
+
+/* Store values for p[0], p[1], of which only the first n_left are in D. */
+template <typename O>
+__device__ __forceinline__ void store_pair(O *p, int32_t n_left, bool pair_ok,
+					   float v0, float v1)
+{
+	if (n_left >= 2 && pair_ok) {
+		if constexpr (sizeof(O) == 4)
+			*reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+		else
+			*reinterpret_cast<uint32_t *>(p) =
+				gemmd_type<O>::pack2(v0, v1);
+	} else if (n_left >= 2) {
+		p[0] = gemmd_type<O>::from_float(v0);
+		p[1] = gemmd_type<O>::from_float(v1);
+	} else if (n_left == 1) {
+		p[0] = gemmd_type<O>::from_float(v0);
+	}
+}
+
+/*
+ * Accumulator layout of m64nNk16: warp w of the warpgroup holds rows
+ * 16w + lane/4 (+8); register 4j + {0,1} holds columns 8j + 2*(lane%4)
+ * + {0,1} of the first row, 4j + {2,3} the same columns 8 rows below.
+ */
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+store_direct(const gemm_args &args, const float (&acc)[Cfg::mi][Cfg::n_acc],
+	     uint32_t row0, uint32_t col0, uint32_t tid)
+{
+	const uint32_t warp = tid / 32, lane = tid % 32;
+	const uint32_t col = col0 + 2 * (lane % 4);
+	const bool pair_ok = (args.ldd & 1) == 0;
+	const int32_t n_left = static_cast<int32_t>(args.n - col);
+
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++) {
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const uint32_t row =
+				row0 + 64 * i + warp * 16 + lane / 4 + 8 * h;
+			const uint64_t at =
+				static_cast<uint64_t>(row) * args.ldd + col;
+			O *p = reinterpret_cast<O *>(args.d) + at;
+			const O *cp = reinterpret_cast<const O *>(args.c) + at;
+
+			if (row >= args.m)
+				continue;
+#pragma unroll
+			for (int j = 0; j < Cfg::n_acc / 4; j++) {
+				const int32_t left = n_left - 8 * j;
+				float v0, v1;
+
+				if (left <= 0)
+					break;
+				v0 = combine<O>(args, acc[i][4 * j + 2 * h],
+						cp + 8 * j);
+				v1 = left > 1 ?
+					     combine<O>(
+						     args,
+						     acc[i][4 * j + 2 * h + 1],
+						     cp + 8 * j + 1) :
+					     0.0f;
+				store_pair(p + 8 * j, left, pair_ok, v0, v1);
+			}
+		}
+	}
+}
+
+/*
+ * Through shared memory: for each 64-row slice and each 128-byte column
+ * chunk (64 16-bit or 32 fp32 columns), the warpgroup writes the chunk
+ * into one of its two staging buffers with the 128B swizzle of tma_d, and
+ * one thread stores it with TMA (which also clips the edges of D).  A
+ * buffer is rewritten only once the store issued from it two chunks ago
+ * has finished reading it.
+ */
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+store_tma(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	  const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0, uint32_t col0,
+	  uint32_t tid, uint32_t wg, uint32_t &buf_seq)
+{
+	constexpr uint32_t cols = 128 / sizeof(O); /* per chunk */
+	constexpr uint32_t regs = cols / 8 * 4; /* accumulators per chunk */
+	const uint32_t warp = tid / 32, lane = tid % 32;
+	const uint32_t bufs = c.staging + wg * 2 * GEMMD_EPI_BUF_BYTES;
+	const bool beta = args.beta != 0.0f;
+
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++) {
+		/* Unrolled: acc must be indexed with constants only. */
+#pragma unroll
+		for (uint32_t ch = 0; ch < Cfg::bn / cols; ch++) {
+			const uint32_t buf =
+				bufs + (buf_seq & 1) * GEMMD_EPI_BUF_BYTES;
+			const uint32_t col = col0 + ch * cols;
+
+			if (tid == 0)
+				bulk_wait_read<1>();
+			named_bar_sync(1 + wg, 128);
+#pragma unroll
+			for (uint32_t q = 0; q < regs; q += 2) {
+				const uint32_t j = q / 4, h = (q / 2) % 2;
+				const uint32_t r = warp * 16 + lane / 4 + 8 * h;
+				const uint32_t cc = 8 * j + 2 * (lane % 4);
+				const uint32_t byte = cc * sizeof(O);
+				const uint32_t addr =
+					buf + r * 128 +
+					((((byte >> 4) ^ (r & 7)) << 4) |
+					 (byte & 15));
+				const uint32_t gr = row0 + 64 * i + r;
+				const uint32_t gc = col + cc;
+				float v0 = args.alpha * acc[i][ch * regs + q];
+				float v1 =
+					args.alpha * acc[i][ch * regs + q + 1];
+
+				if (beta && gr < args.m && gc < args.n) {
+					const O *cp =
+						reinterpret_cast<const O *>(
+							args.c) +
+						static_cast<uint64_t>(gr) *
+							args.ldd +
+						gc;
+
+					v0 += args.beta * load_c<O>(cp);
+					if (gc + 1 < args.n)
+						v1 += args.beta *
+						      load_c<O>(cp + 1);
+				}
+				if constexpr (sizeof(O) == 4)
+					asm volatile("st.shared.v2.f32 [%0], "
+						     "{%1, %2};" ::"r"(addr),
+						     "f"(v0), "f"(v1)
+						     : "memory");
+				else
+					asm volatile(
+						"st.shared.b32 [%0], %1;" ::"r"(
+							addr),
+						"r"(gemmd_type<O>::pack2(v0,
+									 v1))
+						: "memory");
+			}
+			fence_proxy_async_smem();
+			named_bar_sync(1 + wg, 128);
+			if (tid == 0) {
+				tma_store_2d(tma_d, col, row0 + 64 * i, buf);
+				bulk_commit();
+			}
+			buf_seq++;
+		}
+	}
+}
+
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+epilogue_as(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	    const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0,
+	    uint32_t col0, uint32_t tid, uint32_t wg, uint32_t &buf_seq)
+{
+	if (args.epilogue == GEMMD_EPILOGUE_TMA)
+		store_tma<Cfg, O>(c, args, tma_d, acc, row0, col0, tid, wg,
+				  buf_seq);
+	else
+		store_direct<Cfg, O>(args, acc, row0, col0, tid);
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void
+epilogue(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	 const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0, uint32_t col0,
+	 uint32_t tid, uint32_t wg, uint32_t &buf_seq)
+{
+	switch (args.out) {
+	case GEMMD_OUT_FP32:
+		epilogue_as<Cfg, float>(c, args, tma_d, acc, row0, col0, tid,
+					wg, buf_seq);
+		break;
+	case GEMMD_OUT_FP16:
+		epilogue_as<Cfg, __half>(c, args, tma_d, acc, row0, col0, tid,
+					 wg, buf_seq);
+		break;
+	default:
+		epilogue_as<Cfg, __nv_bfloat16>(c, args, tma_d, acc, row0, col0,
+						tid, wg, buf_seq);
+		break;
+	}
+}
+
+/* ---- consumers ----------------------------------------------------------- */
+
+/* ws and cooperative: both consumers on every tile, wg_rows rows each. */
+template <typename T, typename Cfg>
+__device__ __forceinline__ void
+consumer_split(const sm90_ctx &c, const gemm_args &args,
+	       const CUtensorMap *tma_d, uint32_t wg)
+{
+	const uint32_t tid = threadIdx.x % 128;
+	const uint32_t lane = tid % 32;
+	const bool warp0 = tid < 32;
+	float acc[Cfg::mi][Cfg::n_acc];
+	pipe_state p = { 0, 0 };
+	uint32_t prev = 0, buf_seq = 0;
+	descs<Cfg> d;
+
+	make_descs<Cfg>(c, wg * Cfg::wg_rows, d);
+#pragma unroll 1
+	for (uint32_t u = c.cluster; u < c.sched.units; u += c.clusters) {
+		uint32_t tm, tn;
+		const bool inside =
+			gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+
+		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0);
+		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
+		if (inside)
+			epilogue<Cfg>(c, args, tma_d, acc,
+				      tm * Cfg::bm + wg * Cfg::wg_rows,
+				      tn * Cfg::bn, tid, wg, buf_seq);
+	}
+	if (tid == 0)
+		bulk_wait<0>();
+}
+
+/*
+ * Ordered barrier of the pingpong consumers: order + 8 * (2 * turn + w)
+ * is consumer w's barrier for turn 0 (mainloop) or 1 (epilogue), count
+ * 1.  A consumer waits on its own and arrives on the other's, so each
+ * turn passes back and forth; consumer 0 starts at phase 1 and so holds
+ * both turns first.
+ */
+struct order_state {
+	uint32_t phase;
+};
+
+[[maybe_unused]] __device__ __forceinline__ void
+order_wait(const sm90_ctx &c, uint32_t turn, uint32_t wg, uint32_t phase)
+{
+	mbar_wait(c.order + 8 * (2 * turn + wg), phase);
+}
+
+[[maybe_unused]] __device__ __forceinline__ void
+order_arrive(const sm90_ctx &c, uint32_t turn, uint32_t wg, uint32_t tid)
+{
+	/* Every thread of this warpgroup is past the turn's work. */
+	named_bar_sync(1 + wg, 128);
+	if (tid == 0)
+		mbar_arrive(c.order + 8 * (2 * turn + (wg ^ 1)));
+}
+
+/* pingpong: consumer wg takes the CTA's tiles wg, wg + 2, ... whole. */
+template <typename T, typename Cfg>
+__device__ __forceinline__ void
+consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
+		  const CUtensorMap *tma_d, uint32_t wg)
+{
+	const uint32_t tid = threadIdx.x % 128;
+	const uint32_t lane = tid % 32;
+	const bool warp0 = tid < 32;
+	float acc[Cfg::mi][Cfg::n_acc];
+	pipe_state p = { 0, 0 };
+	uint32_t prev = 0, buf_seq = 0;
+	uint32_t order_phase = wg == 0 ? 1 : 0;
+	descs<Cfg> d;
+
+	make_descs<Cfg>(c, 0, d);
+	/* Consumer 1's first tile is the CTA's second. */
+	if (wg == 1)
+		pipe_skip(p, c.k_tiles, c.stages);
+#pragma unroll 1
+	for (uint32_t u = c.cluster + wg * c.clusters; u < c.sched.units;
+	     u += 2 * c.clusters) {
+		uint32_t tm, tn;
+		const bool inside =
+			gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+
+		order_wait(c, 0, wg, order_phase);
+		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0);
+		order_arrive(c, 0, wg, tid);
+		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
+		/* The other consumer's k-tiles come next in the ring. */
+		pipe_skip(p, c.k_tiles, c.stages);
+
+		order_wait(c, 1, wg, order_phase);
+		if (inside)
+			epilogue<Cfg>(c, args, tma_d, acc, tm * Cfg::bm,
+				      tn * Cfg::bn, tid, wg, buf_seq);
+		order_arrive(c, 1, wg, tid);
+		order_phase ^= 1;
+	}
+	if (tid == 0)
+		bulk_wait<0>();
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t sreg_cluster_nctaid_x(void)
+{
+	uint32_t v;
+
+	asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(v));
+	return v;
+}
+
+__device__ __forceinline__ uint32_t sreg_cluster_nctaid_y(void)
+{
+	uint32_t v;
+
+	asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(v));
+	return v;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
+{
+	extern __shared__ __align__(16) uint8_t smem[];
+	const uint32_t base = smem_u32(smem);
+
+	c.full = base;
+	c.empty = base + 8 * GEMMD_MAX_STAGES;
+	c.order = base + 16 * GEMMD_MAX_STAGES;
+	c.ring = (base + 16 * GEMMD_MAX_STAGES + 32 + 1023) & ~1023u;
+	c.stages = args.stages;
+	c.staging = c.ring + c.stages * Cfg::stage_bytes;
+	c.k_tiles = (args.k + Cfg::bk - 1) / Cfg::bk;
+	gemmd_sched_init(c.sched, args, Cfg::bm, Cfg::bn);
+	c.cx = c.sched.cx;
+	c.cy = c.sched.cy;
+	c.cta_x = blockIdx.x % c.cx;
+	c.cta_y = blockIdx.y;
+	c.cluster = blockIdx.x / c.cx;
+	c.clusters = gridDim.x / c.cx;
+}
+
+/*
+ * A mis-planned launch must not run off shared memory or mistake its
+ * cluster; and consumers release a slot one k-tile late, so a ring of
+ * one would deadlock.
+ */
+template <typename Cfg>
+__device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
+					  const gemm_args &args)
+{
+	const uint32_t end =
+		c.staging +
+		(args.epilogue == GEMMD_EPILOGUE_TMA ? GEMMD_SMEM_EPILOGUE : 0);
+	extern __shared__ __align__(16) uint8_t smem[];
+
+	return c.stages >= 2 && c.stages <= Cfg::max_stages &&
+	       end <= smem_u32(smem) + dynamic_smem_size() &&
+	       c.cx == sreg_cluster_nctaid_x() &&
+	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
+	       gridDim.x % c.cx == 0 &&
+	       (c.cx * c.cy == 1 ||
+		cluster_ctarank() == c.cta_x + c.cta_y * c.cx);
+}
+
+template <typename T, typename Cfg>
+__device__ __forceinline__ void
+sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
+	  const CUtensorMap *tma_d, const gemm_args &args)
+{
+	const uint32_t wg = threadIdx.x / 128;
+	sm90_ctx c;
+
+	ctx_init<Cfg>(c, args);
+	if (threadIdx.x == 0) {
+		if (!launch_ok<Cfg>(c, args))
+			__trap();
+		for (uint32_t s = 0; s < c.stages; s++) {
+			mbar_init(c.full + 8 * s, 1);
+			mbar_init(c.empty + 8 * s,
+				  Cfg::slot_readers * (c.cx + c.cy - 1));
+		}
+		for (uint32_t s = 0; s < 4; s++)
+			mbar_init(c.order + 8 * s, 1);
+		fence_mbarrier_init();
+	}
+	/* Peers multicast into this CTA and arrive on it: all must see init. */
+	if (c.cx * c.cy > 1)
+		cluster_sync();
+	else
+		__syncthreads();
+
+	if (wg == 0) {
+		setmaxnreg_dec<producer_regs>();
+		if (threadIdx.x / 32 == 0 && elect_one())
+			producer<Cfg>(c, tma_a, tma_b);
+		__syncwarp();
+	} else {
+		setmaxnreg_inc<consumer_regs>();
+		if constexpr (Cfg::pingpong)
+			consumer_pingpong<T, Cfg>(c, args, tma_d, wg - 1);
+		else
+			consumer_split<T, Cfg>(c, args, tma_d, wg - 1);
+	}
+
+	/* No CTA leaves while a peer may still arrive on it. */
+	if (c.cx * c.cy > 1)
+		cluster_sync();
+}
+
+} /* namespace */
+
+using gemmd_cfg =
+	sm90_config<GEMMD_CAT(GEMMD_SCHED_ID_, GEMMD_SCHED),
+		    GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), GEMMD_BM, GEMMD_BN,
+		    GEMMD_BK, GEMMD_CAT(GEMMD_A_KMAJOR_, GEMMD_LAYOUT),
+		    GEMMD_CAT(GEMMD_B_KMAJOR_, GEMMD_LAYOUT)>;
+
+/*
+ * The note's numbers are literals pasted into a string: per tile, the
+ * bytes of a stage ((BM + BN) * 64 * 2) and the most stages that fit,
+ * checked here against what the kernel computes.
+ */
+#define GEMMD_STAGE_128x128 32768
+#define GEMMD_STAGE_128x256 49152
+#define GEMMD_STAGE_256x128 49152
+#define GEMMD_STAGE_64x128 24576
+#define GEMMD_STAGE_64x256 40960
+#define GEMMD_NSTAGES_128x128 7
+#define GEMMD_NSTAGES_128x256 4
+#define GEMMD_NSTAGES_256x128 4
+#define GEMMD_NSTAGES_64x128 9
+#define GEMMD_NSTAGES_64x256 5
+#define GEMMD_PERSISTENT_ws 0
+#define GEMMD_PERSISTENT_cooperative 1
+#define GEMMD_PERSISTENT_pingpong 1
+#define GEMMD_TILE_KEY_(m, n) m##x##n
+#define GEMMD_TILE_KEY(m, n) GEMMD_TILE_KEY_(m, n)
+#define GEMMD_NOTE_STAGE \
+	GEMMD_CAT(GEMMD_STAGE_, GEMMD_TILE_KEY(GEMMD_BM, GEMMD_BN))
+#define GEMMD_NOTE_MAX_STAGES \
+	GEMMD_CAT(GEMMD_NSTAGES_, GEMMD_TILE_KEY(GEMMD_BM, GEMMD_BN))
+#define GEMMD_NOTE_PERSISTENT GEMMD_CAT(GEMMD_PERSISTENT_, GEMMD_SCHED)
+
+static_assert(gemmd_cfg::stage_bytes == GEMMD_NOTE_STAGE, "note smem_stage");
+static_assert(gemmd_cfg::max_stages == GEMMD_NOTE_MAX_STAGES,
+	      "note max_stages");
+static_assert(gemmd_cfg::persistent == GEMMD_NOTE_PERSISTENT,
+	      "note persistent");
+
+GEMMD_KERNEL_NOTE(GEMMD_ENTRY, GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM,
+		  GEMMD_BN, GEMMD_BK, 384, GEMMD_NOTE_STAGE, 2,
+		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, "direct,tma",
+		  sm_90a);
+
+extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
+	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,
+		    const __grid_constant__ CUtensorMap tma_b,
+		    const __grid_constant__ CUtensorMap tma_d,
+		    const struct gemm_args args)
+{
+	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg>(
+		&tma_a, &tma_b, &tma_d, args);
+}
