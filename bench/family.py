@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""The kernel family against cuBLAS, through a running gemmd.
+
+    bench/family.py URL design [--dtype bf16] [--size 8192x8192x8192]
+    bench/family.py URL shapes [--dtype bf16,fp16] [--shapes ...]
+
+design: at one size, every schedule and tile over its stage counts (cluster
+1x1, direct stores), then each one's best stage count over the cluster
+shapes and the TMA epilogue, so a reader sees what each design buys.
+shapes: per shape and dtype, a search over the family (schedule, tile,
+cluster, epilogue at the most stages that fit), then the best
+configuration timed again with baseline "cublas" (cuBLASLt in the same
+job, on the same inputs, the fastest of its top heuristics) and verified
+with normal inputs.  Prints a table last.  Timing: cold L2, the stopping
+rule with max_noise 1 % and at most 300 ms of GPU time per job.
+"""
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SHAPES = ("8192x8192x8192 4096x4096x4096 2048x2048x2048 1024x1024x1024 "
+          "16384x16384x4096 8192x8192x1024 4096x14336x4096 "
+          "14336x4096x4096 8192x1024x8192 512x8192x8192 128x8192x8192")
+CLUSTERS = ([1, 1], [2, 1], [1, 2], [2, 2], [4, 1], [1, 4])
+TIMING = {"warmup": 5, "min_samples": 10, "min_time_ms": 20,
+          "max_time_ms": 300, "max_noise": 0.01}
+# The shape search only ranks candidates: a shorter budget per job.
+SEARCH = dict(TIMING, max_time_ms=100)
+
+
+def post(url, job):
+    req = urllib.request.Request(url + "/v1/jobs?wait=600",
+                                 data=json.dumps(job).encode(),
+                                 method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=900) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        return {"state": "rejected", "error": json.load(e)}
+
+
+def kernels(url):
+    with urllib.request.urlopen(url + "/v1/kernels") as r:
+        return json.load(r)["kernels"]
+
+
+def tile_str(k):
+    return "x".join(str(x) for x in k["tile"])
+
+
+def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
+    job = {"m": m, "n": n, "k": k, "dtype": dtype,
+           "kernel": {"schedule": kern["schedule"], "tile": tile_str(kern)},
+           "timing": dict(timing),
+           "verify": {"enabled": verify, "init": "normal"}}
+    for key, v in (extra or {}).items():
+        if key in ("stages", "cluster", "epilogue", "raster", "swizzle"):
+            job["kernel"][key] = v
+        else:
+            job[key] = v
+    j = post(url, job)
+    r = j.get("result") or {}
+    return {
+        "state": j.get("state"),
+        "tflops": r.get("tflops") or 0.0,
+        "median_us": (r.get("timing") or {}).get("median_us") or 0.0,
+        "verify": (r.get("verify") or {}).get("passed"),
+        "baseline": r.get("baseline"),
+        "speedup": r.get("speedup_vs_baseline"),
+        "plan": j.get("plan") or {},
+        "error": (j.get("error") or {}).get("message")
+        or ((j.get("error") or {}).get("error") or {}).get("message"),
+    }
+
+
+def desc(kern, extra):
+    c = extra.get("cluster", [1, 1])
+    return "%s %s s%s c%dx%d %s" % (
+        kern["schedule"], tile_str(kern), extra.get("stages", "max"),
+        c[0], c[1], extra.get("epilogue", "direct"))
+
+
+def design(url, args):
+    m, n, k = (int(x) for x in args.size.split("x"))
+    rows = []
+    family = [x for x in kernels(url)
+              if x["dtype"] == args.dtype and x["layout"] == "tn"]
+    for kern in family:
+        best = None
+        for s in range(kern["min_stages"], kern["max_stages"] + 1):
+            extra = {"stages": s}
+            r = run(url, m, n, k, args.dtype, kern, extra)
+            rows.append((desc(kern, extra), r))
+            if r["state"] == "done" and (not best or
+                                         r["tflops"] > best[1]["tflops"]):
+                best = (extra, r)
+        if not best:
+            continue
+        for c in CLUSTERS[1:]:
+            if c[0] * c[1] > kern.get("cluster_max", 1):
+                continue
+            extra = dict(best[0], cluster=c)
+            rows.append((desc(kern, extra),
+                         run(url, m, n, k, args.dtype, kern, extra)))
+        if "tma" in kern.get("epilogues", []):
+            extra = {"epilogue": "tma"}  # most stages that fit with it
+            rows.append((desc(kern, extra),
+                         run(url, m, n, k, args.dtype, kern, extra)))
+    print("design comparison at %s %s (tn, cold L2)" % (args.size,
+                                                        args.dtype))
+    print("%-44s %8s %10s %8s" % ("config", "state", "median_us",
+                                  "TFLOP/s"))
+    for d, r in rows:
+        print("%-44s %8s %10.1f %8.1f%s" % (
+            d, r["state"], r["median_us"], r["tflops"],
+            "" if r["state"] == "done" else "  " + str(r["error"])))
+
+
+def candidates(kern):
+    """The configurations tried per kernel in the shape search."""
+    out = [{}]
+    cmax = kern.get("cluster_max", 1)
+    for c in ([2, 1], [1, 2]):
+        if c[0] * c[1] <= cmax:
+            out.append({"cluster": c})
+    if "tma" in kern.get("epilogues", []):
+        out.append({"epilogue": "tma"})
+        if cmax >= 2:
+            out.append({"epilogue": "tma", "cluster": [2, 1]})
+    return out
+
+
+def shapes(url, args):
+    table = []
+    allk = kernels(url)
+    for dtype in args.dtype.split(","):
+        family = [x for x in allk
+                  if x["dtype"] == dtype and x["layout"] == "tn"]
+        for shape in args.shapes.split():
+            m, n, k = (int(x) for x in shape.split("x"))
+            best = None
+            for kern in family:
+                for extra in candidates(kern):
+                    r = run(url, m, n, k, dtype, kern, extra,
+                            timing=SEARCH)
+                    if r["state"] == "done" and (
+                            not best or r["tflops"] > best[2]["tflops"]):
+                        best = (kern, extra, r)
+            if not best:
+                table.append((shape, dtype, "none", None))
+                continue
+            kern, extra = best[0], dict(best[1])
+            extra["baseline"] = "cublas"
+            time.sleep(1)
+            r = run(url, m, n, k, dtype, kern, extra, verify=True)
+            table.append((shape, dtype, desc(kern, best[1]), r))
+            print("  %s %s: %s %.1f" % (shape, dtype, desc(kern, best[1]),
+                                        r["tflops"]),
+                  file=sys.stderr, flush=True)
+    print("%-17s %-5s %-40s %8s %8s %7s %6s" % (
+        "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
+        "verify"))
+    for shape, dtype, d, r in table:
+        if not r or r["state"] != "done":
+            print("%-17s %-5s %-40s %s" % (shape, dtype, d,
+                                           r and r["error"]))
+            continue
+        b = r["baseline"] or {}
+        print("%-17s %-5s %-40s %8.1f %8.1f %6.3fx %6s" % (
+            shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
+            r["speedup"] or 0.0, "pass" if r["verify"] else "FAIL"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("url")
+    p.add_argument("what", choices=("design", "shapes"))
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--size", default="8192x8192x8192")
+    p.add_argument("--shapes", default=SHAPES)
+    args = p.parse_args()
+    if args.dtype is None:
+        args.dtype = "bf16" if args.what == "design" else "bf16,fp16"
+    (design if args.what == "design" else shapes)(url=args.url, args=args)
+
+
+if __name__ == "__main__":
+    main()
