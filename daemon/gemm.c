@@ -60,6 +60,17 @@ const char *const gemm_stop_names[_GEMM_STOP_MAX] = {
 	[GEMM_STOP_MAX_SAMPLES] = "max_samples",
 };
 
+/* GEMM_BASELINE_NONE is JSON null, not a name. */
+static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
+	[GEMM_BASELINE_CUBLAS] = "cublas",
+	[GEMM_BASELINE_CUBLAS_DEFAULT] = "cublas_default",
+};
+
+const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX] = {
+	[GEMM_BASELINE_MODE_FASTEST] = "fastest",
+	[GEMM_BASELINE_MODE_DEFAULT] = "default",
+};
+
 const char *gemm_dtype_to_string(enum gemm_dtype d)
 {
 	return string_table_lookup(dtype_names, ARRAY_SIZE(dtype_names), d);
@@ -139,4 +150,16 @@ int gemm_init_from_string(const char *s)
 double gemm_flops(const struct gemm_spec *spec)
 {
 	return 2.0 * (double)spec->m * (double)spec->n * (double)spec->k;
+}
+
+/* NULL for GEMM_BASELINE_NONE. */
+const char *gemm_baseline_to_string(enum gemm_baseline b)
+{
+	return string_table_lookup(baseline_names, ARRAY_SIZE(baseline_names),
+				   b);
+}
+
+int gemm_baseline_from_string(const char *s)
+{
+	return string_table_find(baseline_names, ARRAY_SIZE(baseline_names), s);
 }

@@ -62,11 +62,22 @@ enum gemm_init {
 	_GEMM_INIT_MAX,
 };
 
-/* A library GEMM timed on the same buffers after ours. */
+/*
+ * A library GEMM timed on the same buffers after ours: cuBLASLt, loaded
+ * at run time, with its algorithm chosen one of two ways.
+ */
 enum gemm_baseline {
 	GEMM_BASELINE_NONE,
-	GEMM_BASELINE_CUBLAS, /* cuBLASLt, loaded at run time */
+	GEMM_BASELINE_CUBLAS, /* the fastest of the heuristic's top few */
+	GEMM_BASELINE_CUBLAS_DEFAULT, /* the heuristic's first choice only */
 	_GEMM_BASELINE_MAX,
+};
+
+/* How the baseline's algorithm was picked (result.baseline.mode). */
+enum gemm_baseline_mode {
+	GEMM_BASELINE_MODE_FASTEST, /* each timed briefly, the fastest kept */
+	GEMM_BASELINE_MODE_DEFAULT, /* heuristic #0, what cuBLAS would run */
+	_GEMM_BASELINE_MODE_MAX,
 };
 
 /* What the output is checked against. */
@@ -198,6 +209,14 @@ struct gemm_telemetry {
 	double tflops_per_watt; /* tflops / power_mean_w */
 };
 
+/* Mismatches reported by row and column, the lowest indices first. */
+#define GEMM_MISMATCH_SAMPLE 8
+
+struct gemm_mismatch {
+	int64_t row, col;
+	double got, want;
+};
+
 struct gemm_verdict {
 	bool checked;
 	bool passed;
@@ -212,6 +231,13 @@ struct gemm_verdict {
 	uint64_t unwritten; /* elements still holding the poison pattern */
 	int64_t first_row, first_col; /* first mismatch, -1 if none */
 	double first_got, first_want;
+	/*
+	 * Mismatches in index order, sample[0] the first; exactly the first
+	 * n_sample when there were at most GEMMD_CMP_SAMPLE_SLOTS (256),
+	 * otherwise the lowest of those the compare kernel recorded.
+	 */
+	unsigned int n_sample;
+	struct gemm_mismatch sample[GEMM_MISMATCH_SAMPLE];
 	/* where the first mismatch comes from: tile, k-tile, stage */
 	bool diagnosed;
 	struct {
@@ -226,11 +252,26 @@ struct gemm_baseline_result {
 	bool present; /* false: no baseline asked for */
 	char library[16]; /* "cublasLt" */
 	int version; /* as the library reports it, e.g. 130100 */
+	enum gemm_baseline_mode mode;
 	int algo_index; /* of the heuristic's results, the one timed */
 	int algo_id; /* CUBLASLT_ALGO_CONFIG_ID of that one */
 	unsigned int heuristics_tried;
 	struct gemm_timing timing;
 	double tflops; /* at its median time */
+};
+
+/*
+ * What the inputs were made from, and whether the worker had them from
+ * an earlier job on the same problem rather than making them anew.
+ */
+struct gemm_inputs {
+	bool present; /* false: not reported (older workers) */
+	enum gemm_init init;
+	uint64_t seed;
+	bool cached; /* A, B and (beta != 0) C: all reused */
+	bool reference_used; /* verified, so a reference was needed */
+	bool reference_cached; /* ... and reused, not computed again */
+	bool intact; /* false: the job's launches wrote into A, B, C or R */
 };
 
 /*
@@ -252,6 +293,7 @@ struct gemm_result {
 	double achieved_gbps; /* min_bytes at the median time */
 	struct gemm_telemetry telemetry;
 	struct gemm_verdict verify;
+	struct gemm_inputs inputs;
 	struct gemm_baseline_result baseline;
 	double speedup_vs_baseline; /* baseline median / ours; NAN if none */
 };
@@ -259,6 +301,7 @@ struct gemm_result {
 /* Names as the API spells them, indexed by the enums. */
 extern const char *const gemm_timing_mode_names[_GEMM_TIMING_MAX];
 extern const char *const gemm_stop_names[_GEMM_STOP_MAX];
+extern const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX];
 
 const char *gemm_dtype_to_string(enum gemm_dtype d);
 int gemm_dtype_from_string(const char *s);
@@ -273,4 +316,6 @@ const char *gemm_epilogue_to_string(enum gemm_epilogue e);
 int gemm_epilogue_from_string(const char *s);
 const char *gemm_init_to_string(enum gemm_init i);
 int gemm_init_from_string(const char *s);
+const char *gemm_baseline_to_string(enum gemm_baseline b);
+int gemm_baseline_from_string(const char *s);
 double gemm_flops(const struct gemm_spec *spec);

@@ -379,9 +379,10 @@ bool plan_reads_c(const struct gemm_spec *spec)
 	return fpclassify(spec->beta) != FP_ZERO;
 }
 
+/* Both baselines are cuBLASLt; so is the "cublas" reference. */
 static bool uses_cublaslt(const struct gemm_spec *spec)
 {
-	return spec->baseline == GEMM_BASELINE_CUBLAS ||
+	return spec->baseline != GEMM_BASELINE_NONE ||
 	       (spec->verify && spec->reference == GEMM_REFERENCE_CUBLAS);
 }
 
@@ -402,10 +403,11 @@ int plan_check_baseline(const struct gemm_spec *spec, bool available,
 {
 	if (available)
 		return 0;
-	if (spec->baseline == GEMM_BASELINE_CUBLAS)
+	if (spec->baseline != GEMM_BASELINE_NONE)
 		return gemmd_error_set(err, 422, "unsupported", "baseline",
-				       "baseline \"cublas\" needs cuBLASLt, "
-				       "which the GPU's worker could not load");
+				       "baseline \"%s\" needs cuBLASLt, "
+				       "which the GPU's worker could not load",
+				       gemm_baseline_to_string(spec->baseline));
 	if (spec->verify && spec->reference == GEMM_REFERENCE_CUBLAS)
 		return gemmd_error_set(err, 422, "unsupported",
 				       "verify.reference",
@@ -463,12 +465,13 @@ static int check_memory(const struct gemm_spec *spec,
 static int check_baseline_types(const struct gemm_spec *spec,
 				struct gemmd_error *err)
 {
-	if (spec->baseline != GEMM_BASELINE_CUBLAS ||
+	if (spec->baseline == GEMM_BASELINE_NONE ||
 	    spec->out == GEMM_DTYPE_FP32 || spec->out == spec->dtype)
 		return 0;
 	return gemmd_error_set(err, 422, "unsupported", "baseline",
-			       "baseline \"cublas\": cuBLASLt has no %s GEMM "
+			       "baseline \"%s\": cuBLASLt has no %s GEMM "
 			       "with %s output",
+			       gemm_baseline_to_string(spec->baseline),
 			       gemm_dtype_to_string(spec->dtype),
 			       gemm_dtype_to_string(spec->out));
 }
@@ -532,9 +535,14 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 	double ref = spec->verify ? 50.0 : 0.0;
 	double sec;
 
-	/* A baseline: as many launches again, and its algorithm trials. */
+	/*
+	 * A baseline: as many launches again and, when it picks the fastest
+	 * algorithm, the trials (the default one runs heuristic #0 as is).
+	 */
 	if (baseline)
-		launches = 2 * launches + PLAN_BASELINE_TRIAL_LAUNCHES;
+		launches = 2 * launches;
+	if (spec->baseline == GEMM_BASELINE_CUBLAS)
+		launches += PLAN_BASELINE_TRIAL_LAUNCHES;
 	sec = gemm_flops(spec) * (launches + ref) / 20e12;
 	if (!spec->iterations)
 		sec += (baseline ? 6.0 : 3.0) * spec->max_time_ms / 1000.0;

@@ -32,12 +32,12 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 /* The cuBLASLt workspace of a baseline or cuBLASLt reference run. */
 #define PLAN_CUBLASLT_WORKSPACE (32u << 20)
-/* Launches a baseline spends picking its algorithm (at most 8 tried). */
+/* Launches baseline "cublas" spends picking its algorithm (8 tried). */
 #define PLAN_BASELINE_TRIAL_LAUNCHES 64
 
 /*
- * A job that asks for cuBLASLt (baseline "cublas" or verify.reference
- * "cublas") needs a device whose worker reported it: 422 "unsupported"
+ * A job that asks for cuBLASLt (baseline "cublas" or "cublas_default",
+ * or verify.reference "cublas") needs a device whose worker reported it: 422 "unsupported"
  * naming the field otherwise.  available: whether it did.
  */
 int plan_check_baseline(const struct gemm_spec *spec, bool available,

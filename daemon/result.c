@@ -59,12 +59,35 @@ static json_t *first_mismatch_to_json(const struct gemm_verdict *v)
 			 json_finite(v->first_want), "where", where_to_json(v));
 }
 
+static json_t *mismatch_to_json(const struct gemm_mismatch *x)
+{
+	return json_pack("{s:I, s:I, s:o, s:o}", "row", (json_int_t)x->row,
+			 "col", (json_int_t)x->col, "got", json_finite(x->got),
+			 "want", json_finite(x->want));
+}
+
+/* [{"row": r, "col": c, "got": x, "want": y}, ...], in index order. */
+static json_t *sample_to_json(const struct gemm_verdict *v)
+{
+	const unsigned int n = MIN(v->n_sample, GEMM_MISMATCH_SAMPLE);
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; a && i < n; i++) {
+		if (json_array_append_new(a, mismatch_to_json(&v->sample[i])) <
+		    0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static json_t *verdict_to_json(const struct gemm_verdict *v)
 {
 	if (!v->checked)
 		return json_pack("{s:b}", "checked", 0);
 	return json_pack("{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I,"
-			 " s:I, s:o}",
+			 " s:I, s:o, s:o}",
 			 "checked", 1, "passed", v->passed, "max_abs_err",
 			 json_finite(v->max_abs_err), "max_rel_err",
 			 json_finite(v->max_rel_err), "rel_fro_err",
@@ -74,7 +97,8 @@ static json_t *verdict_to_json(const struct gemm_verdict *v)
 			 (json_int_t)v->nan_count, "inf_count",
 			 (json_int_t)v->inf_count, "unwritten",
 			 (json_int_t)v->unwritten, "first_mismatch",
-			 first_mismatch_to_json(v));
+			 first_mismatch_to_json(v), "mismatches_sample",
+			 sample_to_json(v));
 }
 
 /* How the samples were taken: "flush" says which launches saw a cold L2. */
@@ -175,12 +199,27 @@ static json_t *telemetry_to_json(const struct gemm_telemetry *t)
 
 static json_t *baseline_to_json(const struct gemm_baseline_result *b)
 {
-	return json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:o}", "library",
-			 b->library, "version", b->version, "algo_index",
-			 b->algo_index, "algo_id", b->algo_id,
+	return json_pack("{s:s, s:i, s:s?, s:i, s:i, s:i, s:o, s:o}", "library",
+			 b->library, "version", b->version, "mode",
+			 string_table_lookup(
+				 gemm_baseline_mode_names,
+				 ARRAY_SIZE(gemm_baseline_mode_names), b->mode),
+			 "algo_index", b->algo_index, "algo_id", b->algo_id,
 			 "heuristics_tried", b->heuristics_tried, "timing",
 			 timing_to_json(&b->timing), "tflops",
 			 json_finite(b->tflops));
+}
+
+/* reference_cached is null when there was no reference: not verified. */
+static json_t *inputs_to_json(const struct gemm_inputs *in)
+{
+	json_t *ref = in->reference_used ? json_boolean(in->reference_cached) :
+					   json_null();
+
+	return json_pack("{s:s?, s:I, s:b, s:o, s:b}", "init",
+			 gemm_init_to_string(in->init), "seed",
+			 (json_int_t)in->seed, "cached", in->cached,
+			 "reference_cached", ref, "intact", in->intact);
 }
 
 static json_t *launch_to_json(const struct gemm_launch *l)
@@ -189,9 +228,23 @@ static json_t *launch_to_json(const struct gemm_launch *l)
 			 l->grid[2], "ctas", (json_int_t)l->ctas);
 }
 
+/* j[key] = v, taking v over; j is dropped when that fails.  j may be NULL. */
+static json_t *set_or_drop(json_t *j, const char *key, json_t *v)
+{
+	if (!j) {
+		json_decref(v);
+		return NULL;
+	}
+	if (json_object_set_new(j, key, v) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
 /*
- * "launch" only when the worker reported the grid; "baseline" and
- * "speedup_vs_baseline" only when a baseline ran.
+ * "launch" and "inputs" only when the worker reported them; "baseline"
+ * and "speedup_vs_baseline" only when a baseline ran.
  */
 json_t *result_to_json(const struct gemm_result *r)
 {
@@ -206,19 +259,14 @@ json_t *result_to_json(const struct gemm_result *r)
 		      json_finite(r->achieved_gbps), "telemetry",
 		      telemetry_to_json(&r->telemetry), "verify",
 		      verdict_to_json(&r->verify));
-	if (j && r->launch.ctas &&
-	    json_object_set_new(j, "launch", launch_to_json(&r->launch)) < 0) {
-		json_decref(j);
-		return NULL;
-	}
-	if (!j || !r->baseline.present)
-		return j;
-	if (json_object_set_new(j, "baseline", baseline_to_json(&r->baseline)) <
-		    0 ||
-	    json_object_set_new(j, "speedup_vs_baseline",
-				json_finite(r->speedup_vs_baseline)) < 0) {
-		json_decref(j);
-		return NULL;
+	if (r->launch.ctas)
+		j = set_or_drop(j, "launch", launch_to_json(&r->launch));
+	if (r->inputs.present)
+		j = set_or_drop(j, "inputs", inputs_to_json(&r->inputs));
+	if (r->baseline.present) {
+		j = set_or_drop(j, "baseline", baseline_to_json(&r->baseline));
+		j = set_or_drop(j, "speedup_vs_baseline",
+				json_finite(r->speedup_vs_baseline));
 	}
 	return j;
 }
@@ -326,6 +374,33 @@ static void telemetry_from_json(json_t *j, struct gemm_telemetry *t)
 	t->tflops_per_watt = real_at(j, "tflops_per_watt");
 }
 
+/* Absent in records made before there was one. */
+static int sample_from_json(json_t *a, struct gemm_verdict *v)
+{
+	json_t *x;
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > GEMM_MISMATCH_SAMPLE)
+		return -EINVAL;
+	json_array_foreach(a, i, x) {
+		struct gemm_mismatch *m = &v->sample[i];
+		json_int_t row, col;
+		json_t *got, *want;
+
+		if (json_unpack(x, "{s:I, s:I, s:o, s:o}", "row", &row, "col",
+				&col, "got", &got, "want", &want) < 0)
+			return -EINVAL;
+		m->row = row;
+		m->col = col;
+		m->got = number_or_nan(got);
+		m->want = number_or_nan(want);
+	}
+	v->n_sample = (unsigned int)json_array_size(a);
+	return 0;
+}
+
 static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 {
 	json_t *first;
@@ -369,7 +444,7 @@ static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 		v->first_got = number_or_nan(got);
 		v->first_want = number_or_nan(want);
 	}
-	return 0;
+	return sample_from_json(json_object_get(j, "mismatches_sample"), v);
 }
 
 /* Basic timing keys (as result_from_json reads ours), the rest optional. */
@@ -391,6 +466,28 @@ static int timing_basic_from_json(json_t *j, struct gemm_timing *t)
 	return 0;
 }
 
+/*
+ * "mode" is absent from records made before there was a choice: those
+ * all picked the fastest.
+ */
+static int baseline_mode_from_json(json_t *j, enum gemm_baseline_mode *ret)
+{
+	json_t *v = json_object_get(j, "mode");
+	int m;
+
+	if (!v) {
+		*ret = GEMM_BASELINE_MODE_FASTEST;
+		return 0;
+	}
+	m = string_table_find(gemm_baseline_mode_names,
+			      ARRAY_SIZE(gemm_baseline_mode_names),
+			      json_string_value(v));
+	if (m < 0)
+		return -EINVAL;
+	*ret = m;
+	return 0;
+}
+
 /* Absent: no baseline.  Its timing never carries raw samples. */
 static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
 {
@@ -404,7 +501,8 @@ static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
 			"version", &b->version, "algo_index", &b->algo_index,
 			"algo_id", &b->algo_id, "heuristics_tried", &tried,
 			"timing", &timing) < 0 ||
-	    strlen(lib) >= sizeof(b->library) || tried < 0)
+	    strlen(lib) >= sizeof(b->library) || tried < 0 ||
+	    baseline_mode_from_json(j, &b->mode) < 0)
 		return -EINVAL;
 	b->heuristics_tried = (unsigned int)tried;
 	e = timing_basic_from_json(timing, &b->timing);
@@ -442,6 +540,34 @@ static int launch_from_json(json_t *j, struct gemm_launch *l)
 	return 0;
 }
 
+/* Absent: not reported (older workers). */
+static int inputs_from_json(json_t *j, struct gemm_inputs *in)
+{
+	const char *init;
+	json_int_t seed;
+	json_t *ref;
+	int cached, intact, i;
+
+	if (!j)
+		return 0;
+	if (json_unpack(j, "{s:s, s:I, s:b, s:o, s:b}", "init", &init, "seed",
+			&seed, "cached", &cached, "reference_cached", &ref,
+			"intact", &intact) < 0 ||
+	    (!json_is_null(ref) && !json_is_boolean(ref)) || seed < 0)
+		return -EINVAL;
+	i = gemm_init_from_string(init);
+	if (i < 0)
+		return -EINVAL;
+	in->present = true;
+	in->init = i;
+	in->seed = (uint64_t)seed;
+	in->cached = cached;
+	in->reference_used = json_is_boolean(ref);
+	in->reference_cached = json_is_true(ref);
+	in->intact = intact;
+	return 0;
+}
+
 int result_from_json(json_t *j, struct gemm_result *ret)
 {
 	struct gemm_result r;
@@ -476,6 +602,9 @@ int result_from_json(json_t *j, struct gemm_result *ret)
 		return e;
 	r.speedup_vs_baseline = real_at(j, "speedup_vs_baseline");
 	e = launch_from_json(json_object_get(j, "launch"), &r.launch);
+	if (e < 0)
+		return e;
+	e = inputs_from_json(json_object_get(j, "inputs"), &r.inputs);
 	if (e < 0)
 		return e;
 	e = timing_from_json(json_object_get(j, "timing"), &r.timing);

@@ -16,11 +16,6 @@
 #define SPEC_TIME_MS_MAX 10000
 #define SPEC_COOLDOWN_MS_MAX 5000
 
-/* GEMM_BASELINE_NONE is JSON null, not a name. */
-static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
-	[GEMM_BASELINE_CUBLAS] = "cublas",
-};
-
 static const char *const reference_names[_GEMM_REFERENCE_MAX] = {
 	[GEMM_REFERENCE_DEVICE] = "device",
 	[GEMM_REFERENCE_CUBLAS] = "cublas",
@@ -586,11 +581,6 @@ static int parse_device(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
-static int baseline_from_string(const char *s)
-{
-	return string_table_find(baseline_names, ARRAY_SIZE(baseline_names), s);
-}
-
 /* null (the default): no baseline. */
 static int parse_baseline(json_t *v, const char *path, struct gemm_spec *spec,
 			  struct gemmd_error *err)
@@ -601,8 +591,8 @@ static int parse_baseline(json_t *v, const char *path, struct gemm_spec *spec,
 		spec->baseline = GEMM_BASELINE_NONE;
 		return 0;
 	}
-	r = get_enum(v, path, baseline_from_string, "null, \"cublas\"", &x,
-		     err);
+	r = get_enum(v, path, gemm_baseline_from_string,
+		     "null, \"cublas\", \"cublas_default\"", &x, err);
 	if (r < 0)
 		return r;
 	spec->baseline = x;
@@ -778,8 +768,7 @@ static json_t *timing_to_json(const struct gemm_spec *spec)
 
 static json_t *baseline_to_json(const struct gemm_spec *spec)
 {
-	const char *s = string_table_lookup(
-		baseline_names, ARRAY_SIZE(baseline_names), spec->baseline);
+	const char *s = gemm_baseline_to_string(spec->baseline);
 
 	return s ? json_string(s) : json_null();
 }

@@ -108,9 +108,21 @@ struct gemm_args {
 	uint32_t epilogue; /* GEMMD_EPILOGUE_* */
 	uint32_t out; /* GEMMD_OUT_* */
 	float alpha, beta;
-	uint32_t reserved;
+	uint32_t fault; /* GEMMD_FAULT_*: 0 outside fault-injection tests */
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 96, "gemm_args layout");
+
+/*
+ * gemm_args.fault: deliberate pipeline bugs, so that the tests can show
+ * that verification catches a real race and the diagnosis points at it.
+ * The worker sets them only from its GEMMD_FAULT environment variable.
+ *   EARLY_RELEASE  consumers release a slot as soon as its data has
+ *                  arrived, before their wgmmas read it, so the producer
+ *                  can overwrite operands still being read (the
+ *                  warp-specialized SM90 kernels: ws, cooperative,
+ *                  pingpong).
+ */
+#define GEMMD_FAULT_EARLY_RELEASE 1u
 
 /*
  * gemmd_init_{bf16,fp16,fp32}: p[i] = dist(hash(seed, stream, i)), the
@@ -133,6 +145,21 @@ struct gemm_fill_args {
 	uint32_t reserved;
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_fill_args) == 24, "fill layout");
+
+/*
+ * gemmd_checksum: *sum += the wrapping sum over the 32-bit words w_i of
+ * the buffer (the last one 16 bits wide when bytes % 4 is 2) of
+ * mix64((i + 1) * golden + w_i), mix64 a bijection: a fingerprint that
+ * a change of any one word always alters, whatever the launch shape.
+ * The host zeroes *sum first.  The worker fingerprints the inputs it
+ * keeps between jobs, to show that nothing wrote them since.
+ */
+struct gemm_sum_args {
+	uint64_t p;
+	uint64_t bytes; /* even */
+	uint64_t sum; /* device pointer to a uint64_t */
+};
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_sum_args) == 24, "sum layout");
 
 /*
  * gemmd_ref_{bf16,fp16} (the input type): r (fp32, row-major m x n,
@@ -175,12 +202,20 @@ struct gemm_cmp_args {
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_cmp_args) == 48, "cmp layout");
 
+/* Mismatching indices the compare kernel records (gemm_cmp_stats). */
+#define GEMMD_CMP_SAMPLE_SLOTS 256
+
 /*
  * Reduced on the device with atomics; the host zeroes it and sets
  * first_index to UINT64_MAX before the compare launch.  The maxima are
  * non-negative floats stored as their bit patterns, which order like
  * unsigned integers, so atomicMax works on them.  NaN, Inf and unwritten
  * elements count as mismatches and are left out of the error statistics.
+ *
+ * sample: the linear indices of mismatches, one per slot claimed (an
+ * atomic add on sample_count, which may count past the slots), in the
+ * order threads got there.  With at most GEMMD_CMP_SAMPLE_SLOTS
+ * mismatches it holds all of them; with more, whichever came first.
  */
 struct gemm_cmp_stats {
 	uint64_t mismatches;
@@ -192,5 +227,9 @@ struct gemm_cmp_stats {
 	uint32_t max_rel_bits;
 	double sum_sq_err; /* sum (d - r)^2 over finite d */
 	double sum_sq_ref; /* sum r^2 over the same elements */
+	uint64_t sample_count;
+	uint64_t sample[GEMMD_CMP_SAMPLE_SLOTS];
 };
-GEMMD_STATIC_ASSERT(sizeof(struct gemm_cmp_stats) == 64, "stats layout");
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_cmp_stats) ==
+			    72 + 8 * GEMMD_CMP_SAMPLE_SLOTS,
+		    "stats layout");

@@ -260,11 +260,35 @@ struct cmp_local {
 	double sum_sq_err, sum_sq_ref;
 };
 
-__device__ __forceinline__ void cmp_bad(cmp_local &c, uint64_t i)
+__device__ __forceinline__ unsigned long long *u64(uint64_t *p)
+{
+	return reinterpret_cast<unsigned long long *>(p);
+}
+
+/*
+ * Claim a sample slot for mismatch i.  The plain read first: once the
+ * slots are gone, a broken kernel's millions of mismatches cost no
+ * more atomics on that one word.
+ */
+__device__ __forceinline__ void cmp_record(gemm_cmp_stats *s, uint64_t i)
+{
+	const volatile uint64_t *count = &s->sample_count;
+	unsigned long long slot;
+
+	if (*count >= GEMMD_CMP_SAMPLE_SLOTS)
+		return;
+	slot = atomicAdd(u64(&s->sample_count), 1ull);
+	if (slot < GEMMD_CMP_SAMPLE_SLOTS)
+		s->sample[slot] = i;
+}
+
+__device__ __forceinline__ void cmp_bad(cmp_local &c, const gemm_cmp_args &a,
+					uint64_t i)
 {
 	c.mismatches++;
 	if (i < c.first_index)
 		c.first_index = i;
+	cmp_record(reinterpret_cast<gemm_cmp_stats *>(a.stats), i);
 }
 
 /*
@@ -302,18 +326,18 @@ __device__ __forceinline__ void cmp_elem(cmp_local &c, const gemm_cmp_args &a,
 
 	if (bits == elem<T>::poison) {
 		c.unwritten++;
-		cmp_bad(c, i);
+		cmp_bad(c, a, i);
 		return;
 	}
 	got = elem<T>::to_float(bits);
 	if (isnan(got)) {
 		c.nan_count++;
-		cmp_bad(c, i);
+		cmp_bad(c, a, i);
 		return;
 	}
 	if (isinf(got)) {
 		c.inf_count++;
-		cmp_bad(c, i);
+		cmp_bad(c, a, i);
 		return;
 	}
 	want = a.exact ? round_to<T>(ref) : ref;
@@ -325,7 +349,7 @@ __device__ __forceinline__ void cmp_elem(cmp_local &c, const gemm_cmp_args &a,
 	c.sum_sq_err += static_cast<double>(err) * err;
 	c.sum_sq_ref += static_cast<double>(want) * want;
 	if (!(err <= tol))
-		cmp_bad(c, i);
+		cmp_bad(c, a, i);
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v)
@@ -359,11 +383,6 @@ __device__ __forceinline__ unsigned long long warp_min(unsigned long long v)
 	return v;
 }
 
-__device__ __forceinline__ unsigned long long *u64(uint64_t *p)
-{
-	return reinterpret_cast<unsigned long long *>(p);
-}
-
 /* Warp-reduce, then one set of atomics per warp. */
 __device__ void cmp_flush(cmp_local &c, gemm_cmp_stats *s)
 {
@@ -394,6 +413,32 @@ __device__ void cmp_flush(cmp_local &c, gemm_cmp_stats *s)
 	atomicMax(&s->max_rel_bits, __float_as_uint(max_rel));
 	atomicAdd(&s->sum_sq_err, sse);
 	atomicAdd(&s->sum_sq_ref, ssr);
+}
+
+/* ---- checksum ------------------------------------------------------------ */
+
+__device__ __forceinline__ unsigned long long sum_word(uint64_t i, uint32_t w)
+{
+	return mix64((i + 1) * 0x9e3779b97f4a7c15ull + w);
+}
+
+/* Grid-stride over the words, one atomic per warp. */
+__device__ void sum_kernel(const gemm_sum_args &a)
+{
+	const uint32_t *p = reinterpret_cast<const uint32_t *>(a.p);
+	const uint16_t *h = reinterpret_cast<const uint16_t *>(a.p);
+	const uint64_t words = a.bytes / 4;
+	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+	const uint64_t first = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long s = 0;
+
+	for (uint64_t i = first; i < words; i += step)
+		s += sum_word(i, p[i]);
+	if (first == 0 && a.bytes % 4)
+		s += sum_word(words, h[2 * words]);
+	s = warp_sum(s);
+	if (threadIdx.x % 32 == 0 && s)
+		atomicAdd(reinterpret_cast<unsigned long long *>(a.sum), s);
 }
 
 template <typename T> __device__ void cmp_kernel(const gemm_cmp_args &a)
@@ -439,6 +484,12 @@ extern "C" __global__ void gemmd_fill_u16(const struct gemm_fill_args a)
 extern "C" __global__ void gemmd_fill_u32(const struct gemm_fill_args a)
 {
 	fill_kernel<uint32_t>(a);
+}
+
+/* Any grid; block size a multiple of 32 (whole warps reduce). */
+extern "C" __global__ void gemmd_checksum(const struct gemm_sum_args a)
+{
+	sum_kernel(a);
 }
 
 /* Block 256, grid (ceil(m/64), ceil(n/64)); named by the input type. */

@@ -177,6 +177,16 @@ static void test_offers(void)
 		   "\"kernel\":{\"schedule\":\"cooperative\"},"
 		   "\"baseline\":\"cublas\"}",
 		   NULL, "baseline");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp16\","
+		   "\"kernel\":{\"schedule\":\"cooperative\"},"
+		   "\"baseline\":\"cublas_default\"}",
+		   NULL, "baseline");
+	expect_plan(c,
+		    "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"bf16\","
+		    "\"kernel\":{\"schedule\":\"cooperative\"},"
+		    "\"baseline\":\"cublas_default\"}",
+		    NULL, &p);
 	expect_plan(c,
 		    "{\"m\":64,\"n\":64,\"k\":64,\"out_dtype\":\"fp32\","
 		    "\"kernel\":{\"schedule\":\"cooperative\"},"
@@ -547,6 +557,8 @@ static void test_baseline(void)
 			  "\"cublas\"}";
 	const char *ref = "{\"m\":64,\"n\":64,\"k\":64,\"verify\":"
 			  "{\"reference\":\"cublas\"}}";
+	const char *dflt = "{\"m\":64,\"n\":64,\"k\":64,\"baseline\":"
+			   "\"cublas_default\"}";
 	struct gemmd_error err;
 
 	CHECK_EQ_INT(check_baseline(job, true, &err), 0);
@@ -566,6 +578,13 @@ static void test_baseline(void)
 		     0);
 	CHECK_EQ_INT(
 		check_baseline("{\"m\":64,\"n\":64,\"k\":64}", false, &err), 0);
+	/* cuBLASLt's first choice needs the library just the same */
+	CHECK_EQ_INT(check_baseline(dflt, true, &err), 0);
+	CHECK(check_baseline(dflt, false, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "baseline");
+	CHECK(strstr(err.message, "\"cublas_default\"") != NULL);
 }
 
 /* Against the devices' JSON, as api.c passes workers_devices_json(). */
@@ -605,6 +624,15 @@ static void test_baseline_devices(void)
 	CHECK(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
 			    "\"baseline\":\"cublas\"}",
 			    "[{\"name\":\"x\"}]", &err) < 0);
+	CHECK(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+			    "\"baseline\":\"cublas_default\",\"device\":1}",
+			    mixed, &err) < 0);
+	CHECK_STREQ(err.field, "baseline");
+	CHECK_EQ_INT(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
+				   "\"baseline\":\"cublas_default\","
+				   "\"device\":0}",
+				   mixed, &err),
+		     0);
 	/* no devices (a dry run): nothing to check */
 	CHECK_EQ_INT(check_devices("{\"m\":64,\"n\":64,\"k\":64,"
 				   "\"baseline\":\"cublas\",\"dry_run\":"
@@ -630,7 +658,19 @@ static void test_baseline_budget(void)
 	s.baseline = GEMM_BASELINE_CUBLAS;
 	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
 	CHECK(plan_deadline_sec(&s) > sec);
+	/* the first choice: as much memory, no trials, still the launches */
+	s.baseline = GEMM_BASELINE_CUBLAS_DEFAULT;
+	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
+	CHECK(plan_deadline_sec(&s) > sec);
+	/* big enough for the algorithm trials to show, under the cap */
+	s.m = s.n = s.k = 8192;
+	sec = plan_deadline_sec(&s);
+	CHECK(sec < 600);
+	s.baseline = GEMM_BASELINE_CUBLAS;
+	CHECK(plan_deadline_sec(&s) > sec);
 	s.baseline = GEMM_BASELINE_NONE;
+	CHECK(plan_deadline_sec(&s) < sec);
+	s.m = s.n = s.k = 4096;
 	s.reference = GEMM_REFERENCE_CUBLAS;
 	CHECK_EQ_INT(plan_memory_bytes(&s), mem + PLAN_CUBLASLT_WORKSPACE);
 }

@@ -60,7 +60,11 @@ static struct gemm_result sample(void)
 			    .first_row = 7,
 			    .first_col = 9,
 			    .first_got = 1.0,
-			    .first_want = 2.0 },
+			    .first_want = 2.0,
+			    .n_sample = 3,
+			    .sample = { { 7, 9, 1.0, 2.0 },
+					{ 7, 12, -3.0, -1.0 },
+					{ 8, 0, 0.5, 4.0 } } },
 	};
 	return r;
 }
@@ -323,8 +327,9 @@ static void test_baseline(void)
 	CHECK_EQ_INT(json_integer_value(json_object_get(b, "algo_id")), 66);
 	CHECK_EQ_INT(json_integer_value(json_object_get(b, "heuristics_tried")),
 		     8);
+	CHECK_STREQ(json_string_value(json_object_get(b, "mode")), "fastest");
 	CHECK(json_real_value(json_object_get(b, "tflops")) > 620.4);
-	CHECK_EQ_INT(json_object_size(b), 7);
+	CHECK_EQ_INT(json_object_size(b), 8);
 	t = json_object_get(b, "timing");
 	CHECK(same_keys(t, json_object_get(j, "timing")));
 	CHECK(json_real_value(json_object_get(t, "median_us")) > 109.9);
@@ -340,6 +345,7 @@ static void test_baseline(void)
 	CHECK_EQ_INT(c.baseline.algo_index, 2);
 	CHECK_EQ_INT(c.baseline.algo_id, 66);
 	CHECK_EQ_INT(c.baseline.heuristics_tried, 8);
+	CHECK_EQ_INT(c.baseline.mode, GEMM_BASELINE_MODE_FASTEST);
 	CHECK_EQ_INT(c.baseline.timing.samples, 50);
 	CHECK_EQ_INT(c.baseline.timing.batch, 3);
 	CHECK(c.baseline.timing.median_us > 109.9 &&
@@ -353,6 +359,37 @@ static void test_baseline(void)
 	a.speedup_vs_baseline = NAN;
 	j = result_to_json(&a);
 	CHECK(json_is_null(json_object_get(j, "speedup_vs_baseline")));
+	json_decref(j);
+}
+
+/* "cublas_default": heuristic #0 only, and the block says so. */
+static void test_baseline_default(void)
+{
+	struct gemm_result a = with_baseline(), c;
+	json_t *j, *b;
+
+	a.baseline.mode = GEMM_BASELINE_MODE_DEFAULT;
+	a.baseline.algo_index = 0;
+	a.baseline.heuristics_tried = 1;
+	j = result_to_json(&a);
+	b = json_object_get(j, "baseline");
+	CHECK_STREQ(json_string_value(json_object_get(b, "mode")), "default");
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "heuristics_tried")),
+		     1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "algo_index")), 0);
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "algo_id")), 66);
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK_EQ_INT(c.baseline.mode, GEMM_BASELINE_MODE_DEFAULT);
+	CHECK_EQ_INT(c.baseline.heuristics_tried, 1);
+	/* a record from before the choice existed: the fastest */
+	json_object_del(b, "mode");
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK_EQ_INT(c.baseline.mode, GEMM_BASELINE_MODE_FASTEST);
+	/* a mode we do not know is an error, not a guess */
+	json_object_set_new(b, "mode", json_string("slowest"));
+	CHECK(result_from_json(j, &c) < 0);
+	json_object_set_new(b, "mode", json_integer(1));
+	CHECK(result_from_json(j, &c) < 0);
 	json_decref(j);
 }
 
@@ -410,6 +447,156 @@ static void test_where(void)
 	json_decref(j);
 }
 
+/* Up to 8 mismatches in index order; the first is first_mismatch. */
+static void test_mismatches_sample(void)
+{
+	struct gemm_result a = sample(), c;
+	json_t *j, *v, *arr, *x;
+
+	a.verify.sample[1].got = NAN;
+	j = result_to_json(&a);
+	v = json_object_get(j, "verify");
+	arr = json_object_get(v, "mismatches_sample");
+	CHECK(json_is_array(arr));
+	CHECK_EQ_INT(json_array_size(arr), 3);
+	x = json_array_get(arr, 0);
+	CHECK_EQ_INT(json_object_size(x), 4);
+	CHECK_EQ_INT(json_integer_value(json_object_get(x, "row")), 7);
+	CHECK_EQ_INT(json_integer_value(json_object_get(x, "col")), 9);
+	CHECK(json_real_value(json_object_get(x, "got")) > 0.99);
+	CHECK(json_real_value(json_object_get(x, "want")) > 1.99);
+	/* the same element as first_mismatch, which keeps its "where" */
+	CHECK_EQ_INT(json_integer_value(json_object_get(
+			     json_object_get(v, "first_mismatch"), "col")),
+		     9);
+	x = json_array_get(arr, 1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(x, "col")), 12);
+	CHECK(json_is_null(json_object_get(x, "got")));
+	CHECK(json_real_value(json_object_get(x, "want")) < -0.99);
+	x = json_array_get(arr, 2);
+	CHECK_EQ_INT(json_integer_value(json_object_get(x, "row")), 8);
+	CHECK_EQ_INT(json_integer_value(json_object_get(x, "col")), 0);
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK_EQ_INT(c.verify.n_sample, 3);
+	CHECK_EQ_INT(c.verify.sample[1].row, 7);
+	CHECK_EQ_INT(c.verify.sample[1].col, 12);
+	CHECK(isnan(c.verify.sample[1].got));
+	CHECK(c.verify.sample[2].want > 3.99 && c.verify.sample[2].want < 4.01);
+	json_decref(j);
+
+	/* all eight */
+	a.verify.n_sample = GEMM_MISMATCH_SAMPLE;
+	for (int i = 0; i < GEMM_MISMATCH_SAMPLE; i++)
+		a.verify.sample[i] = (struct gemm_mismatch){ 7, 9 + i, i, -i };
+	j = result_to_json(&a);
+	arr = json_object_get(json_object_get(j, "verify"),
+			      "mismatches_sample");
+	CHECK_EQ_INT(json_array_size(arr), GEMM_MISMATCH_SAMPLE);
+	CHECK_EQ_INT(
+		json_integer_value(json_object_get(
+			json_array_get(arr, GEMM_MISMATCH_SAMPLE - 1), "col")),
+		9 + GEMM_MISMATCH_SAMPLE - 1);
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK_EQ_INT(c.verify.n_sample, GEMM_MISMATCH_SAMPLE);
+	/* more than a verdict holds, or a malformed one: an error */
+	json_array_append_new(arr, json_copy(json_array_get(arr, 0)));
+	CHECK(result_from_json(j, &c) < 0);
+	json_array_remove(arr, GEMM_MISMATCH_SAMPLE);
+	json_object_del(json_array_get(arr, 3), "col");
+	CHECK(result_from_json(j, &c) < 0);
+	/* a record from before the sample: none */
+	json_object_del(json_object_get(j, "verify"), "mismatches_sample");
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK_EQ_INT(c.verify.n_sample, 0);
+	CHECK_EQ_INT(c.verify.first_row, 7);
+	json_decref(j);
+
+	/* passed: an empty sample, no first mismatch */
+	a.verify.passed = true;
+	a.verify.mismatches = a.verify.nan_count = a.verify.inf_count = 0;
+	a.verify.unwritten = 0;
+	a.verify.first_row = a.verify.first_col = -1;
+	a.verify.n_sample = 0;
+	j = result_to_json(&a);
+	v = json_object_get(j, "verify");
+	arr = json_object_get(v, "mismatches_sample");
+	CHECK(json_is_array(arr) && json_array_size(arr) == 0);
+	CHECK(json_is_null(json_object_get(v, "first_mismatch")));
+	json_decref(j);
+}
+
+/* Where the inputs came from: seed, init and whether they were kept. */
+static void test_inputs(void)
+{
+	struct gemm_result a = sample(), c;
+	json_t *j, *in;
+
+	a.inputs = (struct gemm_inputs){ .present = true,
+					 .init = GEMM_INIT_RANDINT,
+					 .seed = 7,
+					 .cached = true,
+					 .reference_used = true,
+					 .reference_cached = true,
+					 .intact = true };
+	j = result_to_json(&a);
+	in = json_object_get(j, "inputs");
+	CHECK_EQ_INT(json_object_size(in), 5);
+	CHECK(json_is_true(json_object_get(in, "intact")));
+	CHECK_STREQ(json_string_value(json_object_get(in, "init")), "randint");
+	CHECK_EQ_INT(json_integer_value(json_object_get(in, "seed")), 7);
+	CHECK(json_is_true(json_object_get(in, "cached")));
+	CHECK(json_is_true(json_object_get(in, "reference_cached")));
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(c.inputs.present && c.inputs.cached && c.inputs.intact);
+	CHECK(c.inputs.reference_used && c.inputs.reference_cached);
+	CHECK_EQ_INT(c.inputs.init, GEMM_INIT_RANDINT);
+	CHECK_EQ_INT(c.inputs.seed, 7);
+	json_decref(j);
+
+	/*
+	 * made anew, and written by the job's launches; then not verified:
+	 * no reference to speak of
+	 */
+	a.inputs.cached = false;
+	a.inputs.reference_cached = false;
+	a.inputs.intact = false;
+	a.inputs.seed = (uint64_t)INT64_MAX;
+	j = result_to_json(&a);
+	in = json_object_get(j, "inputs");
+	CHECK(json_is_false(json_object_get(in, "cached")));
+	CHECK(json_is_false(json_object_get(in, "reference_cached")));
+	CHECK(json_is_false(json_object_get(in, "intact")));
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(!c.inputs.cached && c.inputs.reference_used &&
+	      !c.inputs.reference_cached && !c.inputs.intact);
+	CHECK(c.inputs.seed == (uint64_t)INT64_MAX);
+	json_decref(j);
+	a.inputs.reference_used = false;
+	j = result_to_json(&a);
+	in = json_object_get(j, "inputs");
+	CHECK(json_is_null(json_object_get(in, "reference_cached")));
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(!c.inputs.reference_used && !c.inputs.reference_cached);
+	/* malformed: an error, not a guess */
+	json_object_set_new(in, "init", json_string("zeros"));
+	CHECK(result_from_json(j, &c) < 0);
+	json_object_set_new(in, "init", json_string("normal"));
+	json_object_set_new(in, "cached", json_string("yes"));
+	CHECK(result_from_json(j, &c) < 0);
+	json_object_set_new(in, "cached", json_true());
+	json_object_del(in, "intact");
+	CHECK(result_from_json(j, &c) < 0);
+	json_decref(j);
+
+	/* not reported (an older worker): no key, none read back */
+	a.inputs.present = false;
+	j = result_to_json(&a);
+	CHECK(!json_object_get(j, "inputs"));
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(!c.inputs.present);
+	json_decref(j);
+}
+
 int main(void)
 {
 	RUN_TEST(test_round_trip);
@@ -420,7 +607,10 @@ int main(void)
 	RUN_TEST(test_new_fields);
 	RUN_TEST(test_no_telemetry);
 	RUN_TEST(test_baseline);
+	RUN_TEST(test_baseline_default);
 	RUN_TEST(test_no_baseline);
 	RUN_TEST(test_where);
+	RUN_TEST(test_inputs);
+	RUN_TEST(test_mismatches_sample);
 	return check_exit();
 }

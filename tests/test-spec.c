@@ -131,6 +131,8 @@ static void test_round_trip(void)
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":\"cublas\","
 		   "\"verify\":{\"reference\":\"cublas\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":null}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":"
+		   "\"cublas_default\"}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"dtype\":\"fp16\","
 		   "\"out_dtype\":\"fp32\",\"layout\":\"nt\","
 		   "\"alpha\":0.1,\"beta\":-2.5,\"kernel\":{"
@@ -494,6 +496,22 @@ static void test_baseline(void)
 			    json_object_get(j, "verify"), "reference")),
 		    "cublas");
 	json_decref(j);
+
+	/* cuBLASLt's first choice only: its own value, in and out */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":"
+			   "\"cublas_default\"}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.baseline, GEMM_BASELINE_CUBLAS_DEFAULT);
+	j = spec_to_json(&s);
+	CHECK_STREQ(json_string_value(json_object_get(j, "baseline")),
+		    "cublas_default");
+	json_decref(j);
+	/* the error lists every value */
+	CHECK(parse("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":\"default\"}", &s,
+		    &err) < 0);
+	CHECK_STREQ(err.field, "baseline");
+	CHECK(strstr(err.message, "\"cublas_default\"") != NULL);
 
 	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"baseline\":null}", &s,
 			   &err),

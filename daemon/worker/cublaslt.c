@@ -178,7 +178,7 @@ struct cublaslt_gemm {
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulPreference_t pref;
 	cublasLtMatmulHeuristicResult_t algos[CUBLASLT_ALGOS_MAX];
-	unsigned int n_algos, selected;
+	unsigned int want_algos, n_algos, selected;
 	/* cuBLASLt's A (our B), B (our A), C and D */
 	CUdeviceptr a, b, c, d;
 	float alpha, beta;
@@ -300,11 +300,11 @@ static int gemm_heuristic(struct cublaslt_gemm *g, char *err, size_t errlen)
 	if (!e)
 		e = LT_TRY(err, errlen, cublasLtMatmulAlgoGetHeuristic,
 			   g->handle, g->op, g->la, g->lb, g->ld, g->ld,
-			   g->pref, CUBLASLT_ALGOS_MAX, g->algos, &n);
+			   g->pref, (int)g->want_algos, g->algos, &n);
 	if (e)
 		return e;
 	/* Keep those that came back usable, in the heuristic's order. */
-	for (int i = 0; i < n && i < CUBLASLT_ALGOS_MAX; i++)
+	for (int i = 0; i < n && i < (int)g->want_algos; i++)
 		if (g->algos[i].state == CUBLAS_STATUS_SUCCESS &&
 		    g->algos[i].workspaceSize <= ws)
 			g->algos[g->n_algos++] = g->algos[i];
@@ -342,6 +342,9 @@ int cublaslt_gemm_new(const struct cublaslt_gemm_desc *desc,
 	g->beta = desc->beta;
 	g->workspace = desc->workspace;
 	g->workspace_bytes = desc->workspace_bytes;
+	g->want_algos = desc->algos && desc->algos < CUBLASLT_ALGOS_MAX ?
+				desc->algos :
+				CUBLASLT_ALGOS_MAX;
 	e = LT_TRY(err, errlen, cublasLtCreate, &g->handle);
 	if (!e)
 		e = gemm_op(g, &lt_a, &lt_b, err, errlen);

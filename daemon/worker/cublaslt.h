@@ -19,7 +19,10 @@
 
 #include "gemm.h"
 
-/* Heuristic results asked for; each is tried briefly, the fastest kept. */
+/*
+ * Heuristic results asked for at most: the "cublas" baseline tries each
+ * briefly and keeps the fastest.
+ */
 #define CUBLASLT_ALGOS_MAX 8
 
 /*
@@ -50,12 +53,17 @@ struct cublaslt_gemm_desc {
 	CUdeviceptr a, b, c, d;
 	CUdeviceptr workspace;
 	size_t workspace_bytes;
+	/*
+	 * Heuristic results to ask for, 1..CUBLASLT_ALGOS_MAX (0: the
+	 * most).  1 asks for what cuBLAS itself would run.
+	 */
+	unsigned int algos;
 };
 
 struct cublaslt_gemm;
 
 /*
- * Describe the GEMM and ask the heuristic for up to CUBLASLT_ALGOS_MAX
+ * Describe the GEMM and ask the heuristic for up to desc->algos
  * algorithms; the first is selected.  The context must be current.
  * -EOPNOTSUPP with the reason in err for a type pair cuBLASLt lacks.
  */

@@ -30,8 +30,10 @@ int gpu_mem_free(struct gpu *g, size_t *ret_free);
 
 /*
  * Run one job: allocate, initialise A, B (and C when beta != 0) from the
- * seed, poison the output, launch once and verify against the reference
- * (kernel or cuBLASLt) in the job's layout and output type, then warm up
+ * seed, or take them from the inputs kept from the previous job on the
+ * same problem (and the reference with them; see result.inputs), poison
+ * the output, launch once and verify against the reference (kernel or
+ * cuBLASLt) in the job's layout and output type, then warm up
  * and time samples with CUDA events, cold (L2 flushed) or hot, until
  * timing.iterations samples or the stopping rule; with NVML telemetry.
  * ret->launch is the grid that ran: a persistent plan's grid[0] is cut to

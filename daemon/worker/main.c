@@ -11,6 +11,16 @@
  *
  * After a sticky CUDA error the context is useless, so the worker reports
  * the job's failure and exits; the supervisor starts a fresh one.
+ *
+ * Environment (inherited from gemmd):
+ *   GEMMD_CUDA_LIBRARY      the driver library instead of libcuda.so.1
+ *   GEMMD_NVML_LIBRARY      NVML instead of libnvidia-ml.so.1
+ *   GEMMD_CUBLASLT_LIBRARY  cuBLASLt instead of libcublasLt.so.13/.12/.so
+ *   GEMMD_LOG_LEVEL         "debug" logs debug messages too
+ *   GEMMD_FAULT             tests only: "early_release" runs every launch
+ *                           of the kernel under test with that deliberate
+ *                           pipeline bug (gemm_args.fault); any other
+ *                           non-empty value fails each job
  */
 #include <errno.h>
 #include <getopt.h>
