@@ -117,6 +117,7 @@ struct sm90_ctx {
 	uint32_t stages, k_tiles;
 	uint32_t cta_x, cta_y, cx, cy;
 	uint32_t cluster, clusters; /* this CTA's cluster, clusters launched */
+	bool early_release; /* GEMMD_FAULT_EARLY_RELEASE: tests only */
 	struct gemmd_sched sched;
 };
 
@@ -318,6 +319,14 @@ __device__ __forceinline__ void mainloop(const sm90_ctx &c, const descs<Cfg> &d,
 		const uint64_t off = p.slot * D::slot;
 
 		mbar_wait(c.full + 8 * p.slot, p.phase);
+		/*
+		 * The injected race: give the slot back before the wgmmas
+		 * that read it are even issued, so the producer's next TMA
+		 * into it can land first.  (On one k-tile per tile alone it
+		 * went unnoticed on an H200: the wgmmas mostly win.)
+		 */
+		if (c.early_release && warp0)
+			release_slot(c, c.empty + 8 * p.slot, lane);
 #pragma unroll
 		for (int i = 0; i < Cfg::mi; i++)
 			wgmma_fence_acc(acc[i]);
@@ -343,7 +352,7 @@ __device__ __forceinline__ void mainloop(const sm90_ctx &c, const descs<Cfg> &d,
 #pragma unroll
 		for (int i = 0; i < Cfg::mi; i++)
 			wgmma_fence_acc(acc[i]);
-		if (kt > 0 && warp0)
+		if (kt > 0 && warp0 && !c.early_release)
 			release_slot(c, c.empty + 8 * prev, lane);
 		prev = p.slot;
 		pipe_advance(p, c.stages);
@@ -359,7 +368,7 @@ mainloop_tail(const sm90_ctx &c, float (&acc)[Cfg::mi][Cfg::n_acc],
 #pragma unroll
 	for (int i = 0; i < Cfg::mi; i++)
 		wgmma_fence_acc(acc[i]);
-	if (c.k_tiles > 0 && warp0)
+	if (c.k_tiles > 0 && warp0 && !c.early_release)
 		release_slot(c, c.empty + 8 * prev, lane);
 }
 
@@ -717,6 +726,7 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.cta_y = blockIdx.y;
 	c.cluster = blockIdx.x / c.cx;
 	c.clusters = gridDim.x / c.cx;
+	c.early_release = args.fault & GEMMD_FAULT_EARLY_RELEASE;
 }
 
 /*
