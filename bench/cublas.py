@@ -2,7 +2,13 @@
 """cuBLAS baseline through torch (present on the GPU machine, not a
 dependency of gemmd): median time of C = A @ B^T for the tn layout, timed
 with CUDA events the way gemmd times its kernels (one event pair per
-launch, after warm-up).  Prints one JSON object per line."""
+launch, after warm-up).  Prints one JSON object per line.
+
+All launches and their events are queued before the one synchronize, so
+the GPU never waits for Python: with a synchronize after each pair, the
+time torch takes to dispatch the next matmul lands between its start
+event and the kernel (about 20 us, 12 % of a 4096^3 GEMM on an H200).
+The output is preallocated for the same reason."""
 import json
 import sys
 
@@ -13,19 +19,18 @@ def bench(m, n, k, dtype, warmup=10, iters=50):
     torch.manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(n, k, device="cuda", dtype=dtype)
+    c = torch.empty(m, n, device="cuda", dtype=dtype)
     for _ in range(warmup):
-        a @ b.t()
+        torch.matmul(a, b.t(), out=c)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
+    pairs = [(torch.cuda.Event(enable_timing=True),
+              torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for s, e in pairs:
         s.record()
-        a @ b.t()
+        torch.matmul(a, b.t(), out=c)
         e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1000.0)
-    times.sort()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) * 1000.0 for s, e in pairs)
     med = times[len(times) // 2]
     return {"m": m, "n": n, "k": k, "dtype": str(dtype).split(".")[-1],
             "median_us": med, "tflops": 2.0 * m * n * k / med / 1e6}
