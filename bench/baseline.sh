@@ -10,6 +10,7 @@
 # whether they agree within 3 %.
 #   bench/baseline.sh BUILD_DIR [ROUNDS] [SIZES...]
 #   GEMMD_BASELINE=cublas bench/baseline.sh ...   (the fastest instead)
+#   GEMMD_TORCH_BLAS=cublaslt bench/baseline.sh ...  (torch through cuBLASLt)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -32,8 +33,11 @@ b = j["result"]["baseline"]
 print(b["timing"]["median_us"], b["algo_id"], b["mode"], b["heuristics_tried"])')
 		t=$(python3 -c 'import sys
 sys.path.insert(0, sys.argv[1])
+import os
 import torch
 from cublas import bench
+if os.environ.get("GEMMD_TORCH_BLAS"):
+    torch.backends.cuda.preferred_blas_library(os.environ["GEMMD_TORCH_BLAS"])
 m, n, k = (int(x) for x in sys.argv[2:5])
 print(bench(m, n, k, torch.bfloat16, warmup=20, iters=100)["median_us"])' "$here" "$m" "$n" "$k")
 		echo "$size $g $t" >>"$bench_tmp/rows"

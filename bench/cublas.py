@@ -10,6 +10,7 @@ time torch takes to dispatch the next matmul lands between its start
 event and the kernel (about 20 us, 12 % of a 4096^3 GEMM on an H200).
 The output is preallocated for the same reason."""
 import json
+import os
 import sys
 
 import torch
@@ -37,6 +38,10 @@ def bench(m, n, k, dtype, warmup=10, iters=50):
 
 
 def main():
+    # GEMMD_TORCH_BLAS=cublaslt: torch's own cuBLASLt path instead of cuBLAS.
+    lib = os.environ.get("GEMMD_TORCH_BLAS")
+    if lib:
+        torch.backends.cuda.preferred_blas_library(lib)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[sys.argv[1]]
     for size in sys.argv[2:]:
         m, n, k = (int(x) for x in size.split("x"))

@@ -2,17 +2,19 @@
 # Repeatability: the same job N times (default 10 x 8192^3 bf16, default
 # timing: cold, stopping rule); prints each median and the spread.
 #   bench/repeat.sh BUILD_DIR [N] [MxNxK]
+#   TIMING='{"cooldown_ms":2000}' bench/repeat.sh ...   (job timing options)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 start_bench_gemmd "$(cd "${1:?usage: repeat.sh BUILD_DIR [N] [MxNxK]}" && pwd)"
 n=${2:-10}
 size=${3:-8192x8192x8192}
+timing=${TIMING:-"{}"}
 m=${size%%x*}; rest=${size#*x}; nn=${rest%%x*}; k=${rest#*x}
 : >"$bench_tmp/rows"
 for _ in $(seq "$n"); do
 	curl -sf -X POST "$url/v1/jobs?wait=600" \
-		-d "{\"m\":$m,\"n\":$nn,\"k\":$k,\"verify\":{\"enabled\":false}}" |
+		-d "{\"m\":$m,\"n\":$nn,\"k\":$k,\"timing\":$timing,\"verify\":{\"enabled\":false}}" |
 		tr -d '\n' >>"$bench_tmp/rows"
 	echo >>"$bench_tmp/rows"
 done
