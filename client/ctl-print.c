@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,17 +330,35 @@ static void print_state(const json_t *job)
 	free(dump);
 }
 
+/* " -> fp32, alpha 2, beta -1": what differs from D = A * B in dtype. */
+static void epilogue_text(const json_t *spec, char *buf, size_t len)
+{
+	const char *dtype = jstr(spec, "dtype");
+	const char *out = jstr(spec, "out_dtype");
+	double alpha = 1, beta = 0;
+	int n = 0;
+
+	buf[0] = '\0';
+	if (out && dtype && strcmp(out, dtype))
+		n = snprintf(buf, len, " -> %s", out);
+	if (n >= 0 && (size_t)n < len && jnum(spec, "alpha", &alpha) &&
+	    jnum(spec, "beta", &beta) &&
+	    (fabs(alpha - 1.0) > 0.0 || fabs(beta) > 0.0))
+		snprintf(buf + n, len - n, ", alpha %g, beta %g", alpha, beta);
+}
+
 static void print_problem(const json_t *spec)
 {
-	char m[32], n[32], k[32];
+	char m[32], n[32], k[32], epi[96];
 	const char *dtype = jstr(spec, "dtype");
 	const char *layout = jstr(spec, "layout");
 
-	field("problem:", "m=%s n=%s k=%s%s%s%s%s%s",
+	epilogue_text(spec, epi, sizeof(epi));
+	field("problem:", "m=%s n=%s k=%s%s%s%s%s%s%s",
 	      int_text(spec, "m", m, sizeof(m)),
 	      int_text(spec, "n", n, sizeof(n)),
 	      int_text(spec, "k", k, sizeof(k)), dtype ? " " : "", dtype ?: "",
-	      layout ? " " : "", layout ?: "",
+	      layout ? " " : "", layout ?: "", epi,
 	      json_is_true(json_object_get(spec, "dry_run")) ? " (dry run)" :
 							       "");
 }
@@ -363,6 +382,15 @@ static void print_plan(const json_t *plan)
 	      dims(json_object_get(plan, "block"), block, sizeof(block)),
 	      dims(json_object_get(plan, "cluster"), cluster, sizeof(cluster)),
 	      smem);
+	if (jstr(plan, "raster"))
+		field("order:", "%s, swizzle %s, %s epilogue%s, %s work units",
+		      jstr(plan, "raster"),
+		      int_text(plan, "swizzle", stages, sizeof(stages)),
+		      jstr(plan, "epilogue") ?: "-",
+		      json_is_true(json_object_get(plan, "persistent")) ?
+			      ", persistent" :
+			      "",
+		      int_text(plan, "units", grid, sizeof(grid)));
 }
 
 static void print_device(const json_t *dev)
@@ -417,6 +445,34 @@ static void print_first_mismatch(const json_t *first)
 	free(dump);
 }
 
+/* The mismatches after the first, as "[row,col] got/want" pairs. */
+static void print_mismatch_sample(const json_t *sample)
+{
+	char line[512];
+	size_t i, used = 0;
+	const json_t *e;
+	int n;
+
+	line[0] = '\0';
+	json_array_foreach(sample, i, e) {
+		json_int_t row, col;
+		double got, want;
+
+		if (i == 0 || !jint(e, "row", &row) || !jint(e, "col", &col) ||
+		    !jnum(e, "got", &got) || !jnum(e, "want", &want))
+			continue;
+		n = snprintf(line + used, sizeof(line) - used,
+			     "%s[%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT
+			     "] %g/%g",
+			     used ? ", " : "", row, col, got, want);
+		if (n < 0 || (size_t)n >= sizeof(line) - used)
+			break;
+		used += n;
+	}
+	if (used)
+		field("", "then (got/want): %s", line);
+}
+
 static void print_verify(const json_t *job)
 {
 	const json_t *v =
@@ -451,6 +507,31 @@ static void print_verify(const json_t *job)
 	first = json_object_get(v, "first_mismatch");
 	if (first && !json_is_null(first))
 		print_first_mismatch(first);
+	print_mismatch_sample(json_object_get(v, "mismatches_sample"));
+}
+
+/* Whether the job made its inputs and reference or found them kept. */
+static void print_inputs(const json_t *job)
+{
+	const json_t *in =
+		json_object_get(json_object_get(job, "result"), "inputs");
+	const json_t *ref = json_object_get(in, "reference_cached");
+	char seed[32];
+
+	if (!json_is_object(in))
+		return;
+	field("inputs:", "%s, seed %s: %s%s%s", jstr(in, "init") ?: "-",
+	      int_text(in, "seed", seed, sizeof(seed)),
+	      json_is_true(json_object_get(in, "cached")) ? "kept from an "
+							    "earlier job" :
+							    "generated",
+	      json_is_boolean(ref) ?
+		      (json_is_true(ref) ? ", reference kept" :
+					   ", reference computed") :
+		      "",
+	      json_is_false(json_object_get(in, "intact")) ?
+		      " (KEPT INPUTS CHANGED: dropped)" :
+		      "");
 }
 
 static void print_result(const json_t *job)
@@ -470,6 +551,7 @@ static void print_result(const json_t *job)
 		field("result:", "none");
 	}
 	print_verify(job);
+	print_inputs(job);
 }
 
 void ctl_print_job(const json_t *job)
