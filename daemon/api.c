@@ -164,6 +164,11 @@ static int parse_wait(struct api *api, struct http_request *req,
 	return 0;
 }
 
+/*
+ * Whether this node can take the job at all: a GPU (or a dry run), the
+ * device it names, and cuBLASLt on it if the job asks for that.  lim gets
+ * the limits the planner must respect.
+ */
 static int check_device(struct api *api, const struct gemm_spec *spec,
 			struct device_limits *lim, struct gemmd_error *err)
 {
@@ -179,9 +184,11 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 				       "device %d does not exist: this node "
 				       "has %u GPU(s)",
 				       spec->device, n);
-	if (n)
-		workers_device_limits(api->workers, spec->device, lim);
-	return 0;
+	if (!n)
+		return 0;
+	/* The device the job names, or every one: it may land on any. */
+	workers_device_limits(api->workers, spec->device, lim);
+	return plan_check_baseline(spec, lim->cublaslt, err);
 }
 
 static void post_job(struct api *api, struct http_request *req)
@@ -201,8 +208,6 @@ static void post_job(struct api *api, struct http_request *req)
 	body = http_request_body(req, &len);
 	if (spec_parse(body, len, &spec, &err) < 0 ||
 	    check_device(api, &spec, &lim, &err) < 0 ||
-	    plan_check_baseline_devices(
-		    &spec, workers_devices_json(api->workers), &err) < 0 ||
 	    plan_resolve(api->catalog, &spec, &lim, &plan, &err) < 0) {
 		http_respond_error(req, &err);
 		return;

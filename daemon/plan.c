@@ -416,27 +416,27 @@ int plan_check_baseline(const struct gemm_spec *spec, bool available,
 	return 0;
 }
 
-static bool device_has_cublaslt(json_t *dev)
+void device_limits_from_json(const json_t *dev, struct device_limits *ret)
 {
-	json_t *c = json_object_get(dev, "cublaslt");
+	json_int_t sms = 0, smem = 0, mem = 0;
+	json_t *lt = json_object_get(dev, "cublaslt");
 
-	return json_is_true(json_object_get(c, "available"));
+	json_unpack((json_t *)dev, "{s?I, s?I, s?I}", "sm_count", &sms,
+		    "max_smem_per_block_optin", &smem, "memory_bytes", &mem);
+	ret->sm_count = (unsigned int)sms;
+	ret->smem_optin = (unsigned int)smem;
+	ret->memory_bytes = (uint64_t)mem;
+	ret->cublaslt = json_is_true(json_object_get(lt, "available"));
 }
 
-int plan_check_baseline_devices(const struct gemm_spec *spec, json_t *devices,
-				struct gemmd_error *err)
+void device_limits_merge(struct device_limits *acc,
+			 const struct device_limits *l)
 {
-	bool available = true;
-	json_t *dev;
-	size_t i;
-	int r;
+	const bool cublaslt = acc->cublaslt && l->cublaslt;
 
-	json_array_foreach(devices, i, dev)
-		if (spec->device < 0 || (size_t)spec->device == i)
-			available = available && device_has_cublaslt(dev);
-	r = plan_check_baseline(spec, available, err);
-	json_decref(devices);
-	return r;
+	if (l->memory_bytes < acc->memory_bytes)
+		*acc = *l;
+	acc->cublaslt = cublaslt;
 }
 
 static int check_memory(const struct gemm_spec *spec,

@@ -21,7 +21,23 @@ struct device_limits {
 	unsigned int sm_count;
 	unsigned int smem_optin; /* max dynamic shared memory per block */
 	uint64_t memory_bytes;
+	bool cublaslt; /* the device's worker could load cuBLASLt */
 };
+
+/*
+ * The limits of one device, from its JSON as the worker's probe reports
+ * it ("sm_count", "max_smem_per_block_optin", "memory_bytes",
+ * "cublaslt": {"available": bool}); a missing key reads as not known,
+ * or for cuBLASLt as not available.
+ */
+void device_limits_from_json(const json_t *dev, struct device_limits *ret);
+
+/*
+ * Fold l into acc for a job that may land on either device: the limits
+ * of the one with less memory, cuBLASLt only if both have it.
+ */
+void device_limits_merge(struct device_limits *acc,
+			 const struct device_limits *l);
 
 /* The H100/H200 opt-in limit: 227 KiB of dynamic shared memory. */
 #define PLAN_SMEM_OPTIN_SM90 232448u
@@ -37,21 +53,12 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 /*
  * A job that asks for cuBLASLt (baseline "cublas" or "cublas_default",
- * or verify.reference "cublas") needs a device whose worker reported it: 422 "unsupported"
- * naming the field otherwise.  available: whether it did.
+ * or verify.reference "cublas") needs a device whose worker reported
+ * it: 422 "unsupported" naming the field otherwise.  available: whether
+ * it did (device_limits.cublaslt).
  */
 int plan_check_baseline(const struct gemm_spec *spec, bool available,
 			struct gemmd_error *err);
-
-/*
- * The same against device JSON objects as the probe reports them (each
- * with "cublaslt": {"available": bool, ...}): device index spec->device,
- * or with -1 every device, since the job may land on any.  An empty
- * array (no device: a dry run) passes.  Takes over the reference to
- * devices, so that workers_devices_json() can be passed straight in.
- */
-int plan_check_baseline_devices(const struct gemm_spec *spec, json_t *devices,
-				struct gemmd_error *err);
 
 /* Whether the kernel reads C: beta is not zero. */
 bool plan_reads_c(const struct gemm_spec *spec);

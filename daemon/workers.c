@@ -311,13 +311,7 @@ static int worker_send_job(struct worker *w, struct job *job)
 
 static int worker_limits(const struct worker *w, struct device_limits *l)
 {
-	json_int_t sms = 0, smem = 0, mem = 0;
-
-	json_unpack(w->device, "{s?I, s?I, s?I}", "sm_count", &sms,
-		    "max_smem_per_block_optin", &smem, "memory_bytes", &mem);
-	l->sm_count = (unsigned int)sms;
-	l->smem_optin = (unsigned int)smem;
-	l->memory_bytes = (uint64_t)mem;
+	device_limits_from_json(w->device, l);
 	return 0;
 }
 
@@ -650,8 +644,10 @@ bool workers_device_limits(const struct workers *p, int index,
 	}
 	for (i = 0; i < p->n; i++) {
 		worker_limits(&p->w[i], &l);
-		if (i == 0 || l.memory_bytes < best.memory_bytes)
+		if (i == 0)
 			best = l;
+		else
+			device_limits_merge(&best, &l);
 	}
 	*ret = best;
 	return p->n > 0;

@@ -587,16 +587,63 @@ static void test_baseline(void)
 	CHECK(strstr(err.message, "\"cublas_default\"") != NULL);
 }
 
-/* Against the devices' JSON, as api.c passes workers_devices_json(). */
+/*
+ * Against the devices' JSON as the probe reports them, the way api.c
+ * checks a job: the device it names, or every device merged; nothing to
+ * check on a node without devices (a dry run).
+ */
 static int check_devices(const char *body, const char *devices,
 			 struct gemmd_error *err)
 {
+	json_t *all = json_loads(devices, 0, NULL);
+	struct device_limits lim = { 0 }, l;
 	struct gemm_spec s;
+	json_t *dev;
+	size_t i;
+	int r = 0;
 
 	memset(err, 0, sizeof(*err));
 	CHECK_EQ_INT(spec_parse(body, strlen(body), &s, err), 0);
-	return plan_check_baseline_devices(&s, json_loads(devices, 0, NULL),
-					   err);
+	CHECK(all != NULL);
+	json_array_foreach(all, i, dev) {
+		if (s.device >= 0 && (size_t)s.device != i)
+			continue;
+		device_limits_from_json(dev, &l);
+		if (s.device >= 0 || i == 0)
+			lim = l;
+		else
+			device_limits_merge(&lim, &l);
+	}
+	if (json_array_size(all))
+		r = plan_check_baseline(&s, lim.cublaslt, err);
+	json_decref(all);
+	return r;
+}
+
+static void test_device_limits(void)
+{
+	const char *a = "{\"sm_count\":132,\"max_smem_per_block_optin\":"
+			"232448,\"memory_bytes\":150000000000,"
+			"\"cublaslt\":{\"available\":true}}";
+	const char *b = "{\"sm_count\":114,\"memory_bytes\":80000000000}";
+	struct device_limits x, y;
+	json_t *ja = json_loads(a, 0, NULL), *jb = json_loads(b, 0, NULL);
+
+	device_limits_from_json(ja, &x);
+	CHECK_EQ_INT(x.sm_count, 132);
+	CHECK_EQ_INT(x.smem_optin, 232448);
+	CHECK(x.memory_bytes == 150000000000ull);
+	CHECK(x.cublaslt);
+	device_limits_from_json(jb, &y);
+	CHECK_EQ_INT(y.smem_optin, 0); /* not known */
+	CHECK(!y.cublaslt); /* not said: not available */
+	/* either device: the smaller one's limits, cuBLASLt only if both */
+	device_limits_merge(&x, &y);
+	CHECK_EQ_INT(x.sm_count, 114);
+	CHECK(x.memory_bytes == 80000000000ull);
+	CHECK(!x.cublaslt);
+	json_decref(ja);
+	json_decref(jb);
 }
 
 static void test_baseline_devices(void)
@@ -748,6 +795,7 @@ int main(void)
 	RUN_TEST(test_deadline);
 	RUN_TEST(test_baseline);
 	RUN_TEST(test_baseline_devices);
+	RUN_TEST(test_device_limits);
 	RUN_TEST(test_baseline_budget);
 	RUN_TEST(test_memory);
 	RUN_TEST(test_layouts_cublas);
