@@ -74,6 +74,19 @@ static_assert(GEMMD_SMEM_EPILOGUE == 32768, "note smem_epilogue");
 	GEMMD_NAME(GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM, GEMMD_BN, \
 		   GEMMD_BK)
 
+/*
+ * The deepest ring of stage_bytes stages that fits in the opt-in shared
+ * memory beside the fixed part, and within the GEMMD_MAX_STAGES barrier
+ * pairs: a kernel's max_stages, and its catalog note's.
+ */
+constexpr uint32_t gemmd_stages_that_fit(uint32_t stage_bytes)
+{
+	return (GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) / stage_bytes <
+			       GEMMD_MAX_STAGES ?
+		       (GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) / stage_bytes :
+		       GEMMD_MAX_STAGES;
+}
+
 /* ---- element types ------------------------------------------------------- */
 
 template <typename A, typename B> struct gemmd_same {

@@ -81,10 +81,8 @@ template <typename T, int BM, int BN, int BK> struct il_config {
 	static constexpr uint32_t a_bytes = BM * BK * sizeof(T);
 	static constexpr uint32_t b_bytes = BN * BK * sizeof(T);
 	static constexpr uint32_t stage_bytes = a_bytes + b_bytes;
-	static constexpr uint32_t fit =
-		(GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) / stage_bytes;
 	static constexpr uint32_t max_stages =
-		fit < GEMMD_MAX_STAGES ? fit : GEMMD_MAX_STAGES;
+		gemmd_stages_that_fit(stage_bytes);
 	static constexpr int wgs = il_threads / 128;
 	static constexpr int rows_per_wg = BM / wgs;
 

@@ -117,12 +117,10 @@ template <int N, int Max> GEMMD_DEV void cp_async_wait_n(uint32_t n)
 
 template <typename T, int BM, int BN, int BK>
 struct ms_config : sm80_config<T, BM, BN, BK> {
-	/* The ring starts up to 127 B into the window. */
-	static constexpr uint32_t fit = (GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) /
-					sm80_config<T, BM, BN, BK>::stage_bytes;
 	static constexpr uint32_t min_stages = 2;
+	/* The ring starts up to 127 B into the window: inside smem_fixed. */
 	static constexpr uint32_t max_stages =
-		fit < GEMMD_MAX_STAGES ? fit : GEMMD_MAX_STAGES;
+		gemmd_stages_that_fit(sm80_config<T, BM, BN, BK>::stage_bytes);
 };
 
 /*

@@ -79,10 +79,8 @@ struct sm90_config {
 	static constexpr uint32_t a_bytes = BM * BK * sizeof(T);
 	static constexpr uint32_t b_bytes = BN * BK * sizeof(T);
 	static constexpr uint32_t stage_bytes = a_bytes + b_bytes;
-	static constexpr uint32_t fit =
-		(GEMMD_SMEM_LIMIT - GEMMD_SMEM_FIXED) / stage_bytes;
 	static constexpr uint32_t max_stages =
-		fit < GEMMD_MAX_STAGES ? fit : GEMMD_MAX_STAGES;
+		gemmd_stages_that_fit(stage_bytes);
 	/* Rows of a tile one consumer computes, in 64-row wgmma slices. */
 	static constexpr int wg_rows = pingpong ? BM : BM / 2;
 	static constexpr int mi = wg_rows / 64;
