@@ -534,6 +534,37 @@ static void print_inputs(const json_t *job)
 		      "");
 }
 
+/* cuBLASLt's kernel, as its configuration describes it. */
+static void print_baseline_algo(const json_t *b)
+{
+	const json_t *a = json_object_get(b, "algo");
+	char id[32], split[32];
+
+	if (!json_is_object(a))
+		return;
+	field("", "algo %s: tile %s, stages %s, cluster %s, split-K %s",
+	      int_text(b, "algo_id", id, sizeof(id)), jstr(a, "tile") ?: "-",
+	      jstr(a, "stages") ?: "-", jstr(a, "cluster") ?: "-",
+	      int_text(a, "split_k", split, sizeof(split)));
+}
+
+/* The baseline's time next to ours, and how they were taken. */
+static void print_baseline(const json_t *result)
+{
+	const json_t *b = json_object_get(result, "baseline");
+	const json_t *t = json_object_get(b, "timing");
+	double median, tflops = 0, speedup = 0;
+
+	if (!json_is_object(b) || !jnum(t, "median_us", &median))
+		return;
+	jnum(b, "tflops", &tflops);
+	jnum(result, "speedup_vs_baseline", &speedup);
+	field("baseline:", "%s (%s, %s) %.1f us, %.1f TFLOP/s: ours %.3fx",
+	      jstr(b, "library") ?: "-", jstr(b, "mode") ?: "-",
+	      jstr(b, "order") ?: "separate", median, tflops, speedup);
+	print_baseline_algo(b);
+}
+
 static void print_result(const json_t *job)
 {
 	const json_t *result = json_object_get(job, "result");
@@ -542,6 +573,7 @@ static void print_result(const json_t *job)
 
 	if (json_is_object(result)) {
 		print_timing(result);
+		print_baseline(result);
 	} else if (!strcmp(state, "queued") || !strcmp(state, "running")) {
 		field("result:", "pending");
 		return;

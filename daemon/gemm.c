@@ -66,6 +66,11 @@ static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
 	[GEMM_BASELINE_CUBLAS_DEFAULT] = "cublas_default",
 };
 
+const char *const gemm_baseline_order_names[_GEMM_ORDER_MAX] = {
+	[GEMM_ORDER_SEPARATE] = "separate",
+	[GEMM_ORDER_INTERLEAVED] = "interleaved",
+};
+
 const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX] = {
 	[GEMM_BASELINE_MODE_FASTEST] = "fastest",
 	[GEMM_BASELINE_MODE_DEFAULT] = "default",

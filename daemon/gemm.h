@@ -73,6 +73,21 @@ enum gemm_baseline {
 	_GEMM_BASELINE_MAX,
 };
 
+/*
+ * How ours and the baseline share the card (timing.baseline_order):
+ * separate: ours timed to the end, the job's cool-down, then the
+ *   baseline, so each runs from the same rested state into its own
+ *   power and clock equilibrium (at the power cap a kernel's clock
+ *   depends on its own draw);
+ * interleaved: alternating chunks of samples, so slow drift hits both
+ *   alike; at the power cap both then run at the clock their mix allows.
+ */
+enum gemm_baseline_order {
+	GEMM_ORDER_SEPARATE,
+	GEMM_ORDER_INTERLEAVED,
+	_GEMM_ORDER_MAX,
+};
+
 /* How the baseline's algorithm was picked (result.baseline.mode). */
 enum gemm_baseline_mode {
 	GEMM_BASELINE_MODE_FASTEST, /* each timed briefly, the fastest kept */
@@ -149,6 +164,7 @@ struct gemm_spec {
 	unsigned int min_time_ms, max_time_ms; /* GPU time in samples */
 	double max_noise; /* relative standard error of the mean */
 	unsigned int cooldown_ms; /* worker pause after the job */
+	enum gemm_baseline_order baseline_order;
 	bool raw_samples; /* report every sample */
 	bool verify;
 	enum gemm_reference reference;
@@ -247,7 +263,27 @@ struct gemm_verdict {
 	} where;
 };
 
-/* The baseline library's GEMM, timed like ours (never raw samples). */
+/*
+ * What a cuBLASLt algorithm is, read from its configuration: the kernel
+ * behind an algorithm id.  A field the library does not say is "" (or
+ * -1), one this build has no name for is "#<id>".
+ */
+struct gemm_lt_algo {
+	bool known;
+	char tile[16]; /* CTA tile, "128x256" */
+	char stages[16]; /* k depth x stage count, "64x4", "64xAUTO" */
+	char cluster[16]; /* "2x1x1", or "auto" */
+	int split_k; /* 1: none */
+	char reduction[16]; /* of split-K partials: "none", "inplace", ... */
+	int swizzle; /* CTA swizzling */
+	int custom; /* kernel-specific custom option */
+};
+
+/*
+ * The baseline library's GEMM, timed like ours (never raw samples), in
+ * the order the job asked for (order; rounds: chunks of its samples,
+ * more than one only when interleaved), with its own telemetry.
+ */
 struct gemm_baseline_result {
 	bool present; /* false: no baseline asked for */
 	char library[16]; /* "cublasLt" */
@@ -256,7 +292,11 @@ struct gemm_baseline_result {
 	int algo_index; /* of the heuristic's results, the one timed */
 	int algo_id; /* CUBLASLT_ALGO_CONFIG_ID of that one */
 	unsigned int heuristics_tried;
+	struct gemm_lt_algo algo;
+	enum gemm_baseline_order order;
+	unsigned int rounds;
 	struct gemm_timing timing;
+	struct gemm_telemetry telemetry;
 	double tflops; /* at its median time */
 };
 
@@ -302,6 +342,7 @@ struct gemm_result {
 extern const char *const gemm_timing_mode_names[_GEMM_TIMING_MAX];
 extern const char *const gemm_stop_names[_GEMM_STOP_MAX];
 extern const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX];
+extern const char *const gemm_baseline_order_names[_GEMM_ORDER_MAX];
 
 const char *gemm_dtype_to_string(enum gemm_dtype d);
 int gemm_dtype_from_string(const char *s);

@@ -197,17 +197,48 @@ static json_t *telemetry_to_json(const struct gemm_telemetry *t)
 		"tflops_per_watt", json_finite(t->tflops_per_watt));
 }
 
+/* "" (the library did not say) as null; -1 likewise. */
+static json_t *string_or_null(const char *s)
+{
+	return *s ? json_string(s) : json_null();
+}
+
+static json_t *int_or_null(int v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *lt_algo_to_json(const struct gemm_lt_algo *a)
+{
+	if (!a->known)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "tile",
+			 string_or_null(a->tile), "stages",
+			 string_or_null(a->stages), "cluster",
+			 string_or_null(a->cluster), "split_k",
+			 int_or_null(a->split_k), "reduction",
+			 string_or_null(a->reduction), "cta_swizzling",
+			 int_or_null(a->swizzle), "custom_option",
+			 int_or_null(a->custom));
+}
+
 static json_t *baseline_to_json(const struct gemm_baseline_result *b)
 {
-	return json_pack("{s:s, s:i, s:s?, s:i, s:i, s:i, s:o, s:o}", "library",
-			 b->library, "version", b->version, "mode",
-			 string_table_lookup(
-				 gemm_baseline_mode_names,
-				 ARRAY_SIZE(gemm_baseline_mode_names), b->mode),
-			 "algo_index", b->algo_index, "algo_id", b->algo_id,
-			 "heuristics_tried", b->heuristics_tried, "timing",
-			 timing_to_json(&b->timing), "tflops",
-			 json_finite(b->tflops));
+	return json_pack(
+		"{s:s, s:i, s:s?, s:i, s:i, s:o, s:i, s:s?, s:i, s:o, s:o, s:o}",
+		"library", b->library, "version", b->version, "mode",
+		string_table_lookup(gemm_baseline_mode_names,
+				    ARRAY_SIZE(gemm_baseline_mode_names),
+				    b->mode),
+		"algo_index", b->algo_index, "algo_id", b->algo_id, "algo",
+		lt_algo_to_json(&b->algo), "heuristics_tried",
+		b->heuristics_tried, "order",
+		string_table_lookup(gemm_baseline_order_names,
+				    ARRAY_SIZE(gemm_baseline_order_names),
+				    b->order),
+		"rounds", b->rounds, "timing", timing_to_json(&b->timing),
+		"telemetry", telemetry_to_json(&b->telemetry), "tflops",
+		json_finite(b->tflops));
 }
 
 /* reference_cached is null when there was no reference: not verified. */
@@ -467,43 +498,81 @@ static int timing_basic_from_json(json_t *j, struct gemm_timing *t)
 }
 
 /*
- * "mode" is absent from records made before there was a choice: those
- * all picked the fastest.
+ * obj[key], a name in table: its index, or def when the key is absent
+ * (a record from before the field existed); -EINVAL for an unknown name.
  */
-static int baseline_mode_from_json(json_t *j, enum gemm_baseline_mode *ret)
+static int optional_name_at(json_t *obj, const char *key,
+			    const char *const *table, size_t n, int def)
 {
-	json_t *v = json_object_get(j, "mode");
-	int m;
+	json_t *v = json_object_get(obj, key);
+	int i;
 
-	if (!v) {
-		*ret = GEMM_BASELINE_MODE_FASTEST;
-		return 0;
-	}
-	m = string_table_find(gemm_baseline_mode_names,
-			      ARRAY_SIZE(gemm_baseline_mode_names),
-			      json_string_value(v));
-	if (m < 0)
-		return -EINVAL;
-	*ret = m;
-	return 0;
+	if (!v)
+		return def;
+	i = string_table_find(table, n, json_string_value(v));
+	return i < 0 ? -EINVAL : i;
 }
 
-/* Absent: no baseline.  Its timing never carries raw samples. */
+static void copy_string_at(json_t *obj, const char *key, char *buf, size_t len)
+{
+	const char *v = json_string_value(json_object_get(obj, key));
+
+	snprintf(buf, len, "%s", v ? v : "");
+}
+
+static int int_at(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) ? (int)json_integer_value(v) : -1;
+}
+
+/* Records from before "algo" leave it unknown. */
+static void lt_algo_from_json(json_t *j, struct gemm_lt_algo *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->split_k = a->swizzle = a->custom = -1;
+	if (!json_is_object(j))
+		return;
+	a->known = true;
+	copy_string_at(j, "tile", a->tile, sizeof(a->tile));
+	copy_string_at(j, "stages", a->stages, sizeof(a->stages));
+	copy_string_at(j, "cluster", a->cluster, sizeof(a->cluster));
+	copy_string_at(j, "reduction", a->reduction, sizeof(a->reduction));
+	a->split_k = int_at(j, "split_k");
+	a->swizzle = int_at(j, "cta_swizzling");
+	a->custom = int_at(j, "custom_option");
+}
+
+/*
+ * Absent: no baseline.  Its timing never carries raw samples.  "algo",
+ * "order", "rounds" and "telemetry" are absent from records made before
+ * them: those timed the baseline after ours (separate, without a pause).
+ */
 static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
 {
 	const char *lib;
 	json_t *timing;
-	int tried, e;
+	int tried, mode, order, e;
 
 	if (!j || json_is_null(j))
 		return 0;
+	/* Before there was a choice, all picked the fastest, separately. */
+	mode = optional_name_at(j, "mode", gemm_baseline_mode_names,
+				ARRAY_SIZE(gemm_baseline_mode_names),
+				GEMM_BASELINE_MODE_FASTEST);
+	order = optional_name_at(j, "order", gemm_baseline_order_names,
+				 ARRAY_SIZE(gemm_baseline_order_names),
+				 GEMM_ORDER_SEPARATE);
 	if (json_unpack(j, "{s:s, s:i, s:i, s:i, s:i, s:o}", "library", &lib,
 			"version", &b->version, "algo_index", &b->algo_index,
 			"algo_id", &b->algo_id, "heuristics_tried", &tried,
 			"timing", &timing) < 0 ||
-	    strlen(lib) >= sizeof(b->library) || tried < 0 ||
-	    baseline_mode_from_json(j, &b->mode) < 0)
+	    strlen(lib) >= sizeof(b->library) || tried < 0 || mode < 0 ||
+	    order < 0)
 		return -EINVAL;
+	b->mode = mode;
+	b->order = order;
 	b->heuristics_tried = (unsigned int)tried;
 	e = timing_basic_from_json(timing, &b->timing);
 	if (!e)
@@ -516,6 +585,9 @@ static int baseline_from_json(json_t *j, struct gemm_baseline_result *b)
 	if (e < 0)
 		return e;
 	snprintf(b->library, sizeof(b->library), "%s", lib);
+	lt_algo_from_json(json_object_get(j, "algo"), &b->algo);
+	telemetry_from_json(json_object_get(j, "telemetry"), &b->telemetry);
+	b->rounds = (unsigned int)MAX(int_at(j, "rounds"), 0);
 	b->tflops = real_at(j, "tflops");
 	b->present = true;
 	return 0;

@@ -475,6 +475,25 @@ static int parse_cooldown(json_t *v, const char *path, struct gemm_spec *spec,
 			err);
 }
 
+static int baseline_order_from_string(const char *s)
+{
+	return string_table_find(gemm_baseline_order_names,
+				 ARRAY_SIZE(gemm_baseline_order_names), s);
+}
+
+static int parse_baseline_order(json_t *v, const char *path,
+				struct gemm_spec *spec, struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = get_enum(v, path, baseline_order_from_string,
+		     "\"separate\", \"interleaved\"", &x, err);
+	if (r < 0)
+		return r;
+	spec->baseline_order = x;
+	return 0;
+}
+
 static int parse_samples(json_t *v, const char *path, struct gemm_spec *spec,
 			 struct gemmd_error *err)
 {
@@ -490,6 +509,7 @@ static const struct field timing_fields[] = {
 	{ "max_time_ms", parse_max_time },
 	{ "max_noise", parse_max_noise },
 	{ "cooldown_ms", parse_cooldown },
+	{ "baseline_order", parse_baseline_order },
 	{ "samples", parse_samples },
 };
 
@@ -752,7 +772,7 @@ int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 static json_t *timing_to_json(const struct gemm_spec *spec)
 {
 	return json_pack(
-		"{s:I, s:o, s:s, s:I, s:I, s:I, s:f, s:I, s:b}", "warmup",
+		"{s:I, s:o, s:s, s:I, s:I, s:I, s:f, s:I, s:s, s:b}", "warmup",
 		(json_int_t)spec->warmup, "iterations",
 		spec->iterations ? json_integer(spec->iterations) : json_null(),
 		"mode",
@@ -762,8 +782,11 @@ static json_t *timing_to_json(const struct gemm_spec *spec)
 		"min_samples", (json_int_t)spec->min_samples, "min_time_ms",
 		(json_int_t)spec->min_time_ms, "max_time_ms",
 		(json_int_t)spec->max_time_ms, "max_noise", spec->max_noise,
-		"cooldown_ms", (json_int_t)spec->cooldown_ms, "samples",
-		spec->raw_samples);
+		"cooldown_ms", (json_int_t)spec->cooldown_ms, "baseline_order",
+		string_table_lookup(gemm_baseline_order_names,
+				    ARRAY_SIZE(gemm_baseline_order_names),
+				    spec->baseline_order),
+		"samples", spec->raw_samples);
 }
 
 static json_t *baseline_to_json(const struct gemm_spec *spec)

@@ -3,6 +3,7 @@
  * util.c - helpers shared by every module.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,17 @@ uint64_t now_usec(void)
 uint64_t wallclock_usec(void)
 {
 	return clock_usec(CLOCK_REALTIME);
+}
+
+void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = {
+		.tv_sec = ms / 1000,
+		.tv_nsec = (long)(ms % 1000) * 1000000,
+	};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 char *format_rfc3339(uint64_t usec, char *buf, size_t len)

@@ -288,6 +288,18 @@ static struct gemm_result with_baseline(void)
 	b->algo_index = 2;
 	b->algo_id = 66;
 	b->heuristics_tried = 8;
+	b->algo.known = true;
+	snprintf(b->algo.tile, sizeof(b->algo.tile), "128x256");
+	snprintf(b->algo.stages, sizeof(b->algo.stages), "64x4");
+	snprintf(b->algo.cluster, sizeof(b->algo.cluster), "2x1x1");
+	b->algo.split_k = 1;
+	snprintf(b->algo.reduction, sizeof(b->algo.reduction), "none");
+	b->algo.swizzle = 0;
+	b->algo.custom = -1; /* the library did not say */
+	b->order = GEMM_ORDER_INTERLEAVED;
+	b->rounds = 12;
+	b->telemetry = r.telemetry;
+	b->telemetry.power_mean_w = 650.0;
 	b->timing = r.timing;
 	b->timing.median_us = 110.0;
 	b->timing.batch = 3;
@@ -329,7 +341,21 @@ static void test_baseline(void)
 		     8);
 	CHECK_STREQ(json_string_value(json_object_get(b, "mode")), "fastest");
 	CHECK(json_real_value(json_object_get(b, "tflops")) > 620.4);
-	CHECK_EQ_INT(json_object_size(b), 8);
+	CHECK_EQ_INT(json_object_size(b), 12);
+	CHECK_STREQ(json_string_value(json_object_get(b, "order")),
+		    "interleaved");
+	CHECK(same_keys(json_object_get(b, "telemetry"),
+			json_object_get(j, "telemetry")));
+	CHECK_EQ_INT(json_integer_value(json_object_get(b, "rounds")), 12);
+	t = json_object_get(b, "algo");
+	CHECK_STREQ(json_string_value(json_object_get(t, "tile")), "128x256");
+	CHECK_STREQ(json_string_value(json_object_get(t, "stages")), "64x4");
+	CHECK_STREQ(json_string_value(json_object_get(t, "cluster")), "2x1x1");
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "split_k")), 1);
+	CHECK_STREQ(json_string_value(json_object_get(t, "reduction")), "none");
+	CHECK_EQ_INT(json_integer_value(json_object_get(t, "cta_swizzling")),
+		     0);
+	CHECK(json_is_null(json_object_get(t, "custom_option")));
 	t = json_object_get(b, "timing");
 	CHECK(same_keys(t, json_object_get(j, "timing")));
 	CHECK(json_real_value(json_object_get(t, "median_us")) > 109.9);
@@ -353,7 +379,43 @@ static void test_baseline(void)
 	CHECK(c.baseline.tflops > 620.4 && c.baseline.tflops < 620.6);
 	CHECK(c.speedup_vs_baseline > 1.086 && c.speedup_vs_baseline < 1.087);
 	CHECK(c.baseline.timing.raw_us == NULL);
+	CHECK_EQ_INT(c.baseline.order, GEMM_ORDER_INTERLEAVED);
+	CHECK_EQ_INT(c.baseline.rounds, 12);
+	CHECK(c.baseline.telemetry.power_mean_w > 649.9 &&
+	      c.baseline.telemetry.power_mean_w < 650.1);
+	CHECK(c.baseline.algo.known);
+	CHECK_STREQ(c.baseline.algo.tile, "128x256");
+	CHECK_STREQ(c.baseline.algo.stages, "64x4");
+	CHECK_STREQ(c.baseline.algo.cluster, "2x1x1");
+	CHECK_STREQ(c.baseline.algo.reduction, "none");
+	CHECK_EQ_INT(c.baseline.algo.split_k, 1);
+	CHECK_EQ_INT(c.baseline.algo.swizzle, 0);
+	CHECK_EQ_INT(c.baseline.algo.custom, -1);
 	json_decref(j);
+
+	/* A record from before the description and interleaving. */
+	j = result_to_json(&a);
+	b = json_object_get(j, "baseline");
+	json_object_del(b, "algo");
+	json_object_del(b, "order");
+	json_object_del(b, "rounds");
+	json_object_del(b, "telemetry");
+	CHECK_EQ_INT(result_from_json(j, &c), 0);
+	CHECK(!c.baseline.algo.known);
+	CHECK_EQ_INT(c.baseline.order, GEMM_ORDER_SEPARATE);
+	CHECK_EQ_INT(c.baseline.rounds, 0);
+	CHECK(isnan(c.baseline.telemetry.power_mean_w));
+	/* An order we do not know is an error. */
+	json_object_set_new(b, "order", json_string("sideways"));
+	CHECK(result_from_json(j, &c) < 0);
+	json_decref(j);
+	/* An algorithm the library describes nothing of: null. */
+	a.baseline.algo.known = false;
+	j = result_to_json(&a);
+	CHECK(json_is_null(
+		json_object_get(json_object_get(j, "baseline"), "algo")));
+	json_decref(j);
+	a.baseline.algo.known = true;
 
 	/* Not finite: null, still valid JSON. */
 	a.speedup_vs_baseline = NAN;

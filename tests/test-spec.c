@@ -61,6 +61,7 @@ static void test_minimal_defaults(void)
 	CHECK(fabs(s.max_noise - 0.005) < 1e-15);
 	CHECK_EQ_INT(s.max_time_ms, 5000);
 	CHECK_EQ_INT(s.cooldown_ms, 100);
+	CHECK_EQ_INT(s.baseline_order, GEMM_ORDER_SEPARATE);
 	CHECK(!s.raw_samples);
 	CHECK(s.verify);
 	CHECK_EQ_INT(s.init, GEMM_INIT_NORMAL);
@@ -79,7 +80,8 @@ static void test_full(void)
 		"\"tile\":\"128x256x64\",\"stages\":3,\"cluster\":[1,1]},"
 		"\"timing\":{\"warmup\":2,\"iterations\":7,\"mode\":\"hot\","
 		"\"min_samples\":3,\"min_time_ms\":50,\"max_time_ms\":2000,"
-		"\"max_noise\":0.01,\"cooldown_ms\":0,\"samples\":true},"
+		"\"max_noise\":0.01,\"cooldown_ms\":0,\"samples\":true,"
+		"\"baseline_order\":\"interleaved\"},"
 		"\"verify\":{\"enabled\":false,\"init\":\"randint\","
 		"\"seed\":42,\"reference\":\"device\"},\"device\":0,"
 		"\"dry_run\":true,\"label\":\"sweep-1\"}";
@@ -100,6 +102,7 @@ static void test_full(void)
 	CHECK_EQ_INT(s.max_time_ms, 2000);
 	CHECK(fabs(s.max_noise - 0.01) < 1e-15);
 	CHECK_EQ_INT(s.cooldown_ms, 0);
+	CHECK_EQ_INT(s.baseline_order, GEMM_ORDER_INTERLEAVED);
 	CHECK(s.raw_samples);
 	CHECK(!s.verify);
 	CHECK_EQ_INT(s.init, GEMM_INIT_RANDINT);
@@ -144,7 +147,8 @@ static void test_round_trip(void)
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
-		   "\"cooldown_ms\":5000,\"samples\":true}}");
+		   "\"cooldown_ms\":5000,\"samples\":true,"
+		   "\"baseline_order\":\"interleaved\"}}");
 }
 
 /* The timing block as the API shows it: every default, iterations null. */
@@ -172,6 +176,8 @@ static void test_timing_json(void)
 	CHECK_EQ_INT(json_integer_value(json_object_get(t, "cooldown_ms")),
 		     100);
 	CHECK(json_is_false(json_object_get(t, "samples")));
+	CHECK_STREQ(json_string_value(json_object_get(t, "baseline_order")),
+		    "separate");
 	json_decref(j);
 }
 
@@ -413,6 +419,8 @@ static void test_timing_fields(void)
 	expect_error(TIMING("\"mode\":\"warm\""), "invalid_value",
 		     "timing.mode");
 	expect_error(TIMING("\"mode\":1"), "invalid_type", "timing.mode");
+	expect_error(TIMING("\"baseline_order\":\"alternate\""),
+		     "invalid_value", "timing.baseline_order");
 	expect_error(TIMING("\"min_samples\":0"), "out_of_range",
 		     "timing.min_samples");
 	expect_error(TIMING("\"min_samples\":100001"), "out_of_range",

@@ -399,6 +399,141 @@ int cublaslt_gemm_algo_id(const struct cublaslt_gemm *g, unsigned int i)
 	return id;
 }
 
+/*
+ * Names of the configuration ids, for the sizes SM90 kernels use; the
+ * enums have hundreds of others (an unnamed one prints as "#<id>").
+ */
+#define LT_NAME(prefix, x) [prefix##x] = #x
+#define TILE(x) LT_NAME(CUBLASLT_MATMUL_TILE_, x)
+static const char *const tile_names[] = {
+	TILE(64x64),   TILE(64x128),  TILE(128x64),  TILE(64x256),
+	TILE(128x128), TILE(256x64),  TILE(128x256), TILE(256x128),
+	TILE(64x96),   TILE(96x64),   TILE(96x128),  TILE(128x96),
+	TILE(128x160), TILE(160x128), TILE(192x128), TILE(128x192),
+	TILE(64x192),  TILE(32x64),   TILE(64x32),   TILE(32x128),
+	TILE(128x32),  TILE(32x256),  TILE(256x32),  TILE(16x64),
+	TILE(320x128), TILE(128x320), TILE(176x128), TILE(128x176),
+	TILE(192x192), TILE(144x64),  TILE(64x144),  TILE(256x192),
+	TILE(192x256), TILE(256x256), TILE(256x160), TILE(160x256),
+};
+#undef TILE
+#define STAGES(x) LT_NAME(CUBLASLT_MATMUL_STAGES_, x)
+static const char *const stages_names[] = {
+	STAGES(32x1),	  STAGES(32x2),	   STAGES(32x3),    STAGES(32x4),
+	STAGES(32x5),	  STAGES(32x6),	   STAGES(64x1),    STAGES(64x2),
+	STAGES(64x3),	  STAGES(64x4),	   STAGES(64x5),    STAGES(64x6),
+	STAGES(128x1),	  STAGES(128x2),   STAGES(128x3),   STAGES(128x4),
+	STAGES(128x5),	  STAGES(128x6),   STAGES(32x10),   STAGES(16x10),
+	STAGES(16xAUTO),  STAGES(32xAUTO), STAGES(64xAUTO), STAGES(128xAUTO),
+	STAGES(256xAUTO),
+};
+#undef STAGES
+#define CLUSTER(x) LT_NAME(CUBLASLT_CLUSTER_SHAPE_, x)
+static const char *const cluster_names[] = {
+	[CUBLASLT_CLUSTER_SHAPE_AUTO] = "auto",
+	CLUSTER(1x1x1),
+	CLUSTER(2x1x1),
+	CLUSTER(4x1x1),
+	CLUSTER(1x2x1),
+	CLUSTER(2x2x1),
+	CLUSTER(4x2x1),
+	CLUSTER(1x4x1),
+	CLUSTER(2x4x1),
+	CLUSTER(4x4x1),
+	CLUSTER(8x1x1),
+	CLUSTER(1x8x1),
+	CLUSTER(8x2x1),
+	CLUSTER(2x8x1),
+};
+#undef CLUSTER
+#undef LT_NAME
+
+static int algo_attr(const cublasLtMatmulAlgo_t *a,
+		     cublasLtMatmulAlgoConfigAttributes_t attr, void *buf,
+		     size_t size)
+{
+	size_t written = 0;
+
+	if (lt.f.cublasLtMatmulAlgoConfigGetAttribute(
+		    a, attr, buf, size, &written) != CUBLAS_STATUS_SUCCESS ||
+	    written != size)
+		return -EIO;
+	return 0;
+}
+
+/*
+ * names[id], "#id" when it has none, "" when the library does not say.
+ * The cluster shape id is a uint16_t, the others uint32_t.
+ */
+static void algo_name(const cublasLtMatmulAlgo_t *a,
+		      cublasLtMatmulAlgoConfigAttributes_t attr,
+		      const char *const *names, size_t n, char *buf, size_t len)
+{
+	uint32_t id;
+	uint16_t id16;
+
+	buf[0] = '\0';
+	if (attr == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID) {
+		if (algo_attr(a, attr, &id16, sizeof(id16)))
+			return;
+		id = id16;
+	} else if (algo_attr(a, attr, &id, sizeof(id))) {
+		return;
+	}
+	if (id < n && names[id])
+		snprintf(buf, len, "%s", names[id]);
+	else
+		snprintf(buf, len, "#%u", id);
+}
+
+static const char *reduction_name(uint32_t scheme)
+{
+	switch (scheme) {
+	case CUBLASLT_REDUCTION_SCHEME_NONE:
+		return "none";
+	case CUBLASLT_REDUCTION_SCHEME_INPLACE:
+		return "inplace";
+	case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE:
+		return "compute_type";
+	case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE:
+		return "output_type";
+	default:
+		return "other";
+	}
+}
+
+void cublaslt_gemm_algo_describe(const struct cublaslt_gemm *g, unsigned int i,
+				 struct gemm_lt_algo *ret)
+{
+	const cublasLtMatmulAlgo_t *a;
+	uint32_t scheme, u;
+	int32_t v;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->split_k = ret->swizzle = ret->custom = -1;
+	if (i >= g->n_algos)
+		return;
+	a = &g->algos[i].algo;
+	ret->known = true;
+	algo_name(a, CUBLASLT_ALGO_CONFIG_TILE_ID, tile_names,
+		  ARRAY_SIZE(tile_names), ret->tile, sizeof(ret->tile));
+	algo_name(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, stages_names,
+		  ARRAY_SIZE(stages_names), ret->stages, sizeof(ret->stages));
+	algo_name(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster_names,
+		  ARRAY_SIZE(cluster_names), ret->cluster,
+		  sizeof(ret->cluster));
+	if (!algo_attr(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &v, sizeof(v)))
+		ret->split_k = v;
+	if (!algo_attr(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+		       sizeof(scheme)))
+		snprintf(ret->reduction, sizeof(ret->reduction), "%s",
+			 reduction_name(scheme));
+	if (!algo_attr(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &u, sizeof(u)))
+		ret->swizzle = (int)u;
+	if (!algo_attr(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &u, sizeof(u)))
+		ret->custom = (int)u;
+}
+
 void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i)
 {
 	if (i < g->n_algos)
@@ -456,6 +591,12 @@ unsigned int cublaslt_gemm_algos(const struct cublaslt_gemm *g)
 int cublaslt_gemm_algo_id(const struct cublaslt_gemm *g, unsigned int i)
 {
 	return -1;
+}
+
+void cublaslt_gemm_algo_describe(const struct cublaslt_gemm *g, unsigned int i,
+				 struct gemm_lt_algo *ret)
+{
+	memset(ret, 0, sizeof(*ret));
 }
 
 void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i)

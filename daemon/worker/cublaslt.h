@@ -75,6 +75,9 @@ struct cublaslt_gemm *cublaslt_gemm_free(struct cublaslt_gemm *g);
 unsigned int cublaslt_gemm_algos(const struct cublaslt_gemm *g);
 /* CUBLASLT_ALGO_CONFIG_ID of algorithm i, or -1 if it cannot be read. */
 int cublaslt_gemm_algo_id(const struct cublaslt_gemm *g, unsigned int i);
+/* The configuration of algorithm i: tile, stages, cluster, split-K. */
+void cublaslt_gemm_algo_describe(const struct cublaslt_gemm *g, unsigned int i,
+				 struct gemm_lt_algo *ret);
 void cublaslt_gemm_select(struct cublaslt_gemm *g, unsigned int i);
 
 /* Queue one launch of the selected algorithm on stream. */

@@ -688,6 +688,25 @@ struct gpu *gpu_close(struct gpu *g)
 #define CLUSTER_PORTABLE_MAX 8u
 #define CLUSTER_MAX 16u
 
+struct run;
+
+/*
+ * One GEMM's timing: ours, or the baseline's.  With a baseline the two
+ * take their samples in alternating chunks (see run_time()).
+ */
+struct timer {
+	int (*launch)(struct run *r);
+	unsigned int batch; /* launches per sample */
+	double launch_us; /* one launch, measured in the warm-up */
+	double *samples; /* per-launch times, in the order taken */
+	unsigned int n_samples;
+	double gpu_time_us; /* whole batches */
+	struct nvml_track tele;
+	enum gemm_stop reason;
+	bool done;
+	unsigned int chunks;
+};
+
 struct run {
 	struct gpu *g;
 	const struct gemm_spec *spec;
@@ -714,14 +733,10 @@ struct run {
 	CUdeviceptr flush; /* cold mode: written before each sample */
 	size_t flush_bytes;
 	unsigned int flush_value;
-	unsigned int batch; /* launches per sample */
-	double launch_us; /* one launch, measured in the warm-up */
 	CUevent *events; /* a start/stop pair per sample of a chunk */
 	unsigned int n_events;
-	double *samples; /* per-launch times, in the order taken */
-	unsigned int n_samples, cap_samples;
-	double gpu_time_us; /* whole batches */
-	struct nvml_track tele;
+	unsigned int cap_samples; /* per timer */
+	struct timer ours, base;
 	bool sticky;
 	char *err;
 	size_t errlen;
@@ -2163,8 +2178,9 @@ static int run_timing_alloc(struct run *r)
 	int e;
 
 	r->events = calloc((size_t)pairs * 2, sizeof(*r->events));
-	r->samples = calloc(cap, sizeof(*r->samples));
-	if (!r->events || !r->samples)
+	r->ours.samples = calloc(cap, sizeof(*r->ours.samples));
+	r->base.samples = calloc(cap, sizeof(*r->base.samples));
+	if (!r->events || !r->ours.samples || !r->base.samples)
 		return -ENOMEM;
 	r->cap_samples = cap;
 	while (r->n_events < 2 * pairs) {
@@ -2216,11 +2232,11 @@ static int run_elapsed(struct run *r, unsigned int i, double *ret_us)
 }
 
 /*
- * The warm-up launches.  The last TIMING_CALIBRATE of them (at least one
- * launch, even with warmup 0) are timed one by one, as samples of one
- * launch in this mode, and the shortest sets the batch size.
+ * The warm-up launches of t.  The last TIMING_CALIBRATE of them (at
+ * least one launch, even with warmup 0) are timed one by one, as samples
+ * of one launch in this mode, and the shortest sets the batch size.
  */
-static int run_warmup(struct run *r)
+static int run_warmup(struct run *r, struct timer *t)
 {
 	const unsigned int n = MAX(r->spec->warmup, 1u);
 	const unsigned int timed = MIN(n, TIMING_CALIBRATE);
@@ -2239,46 +2255,47 @@ static int run_warmup(struct run *r)
 	}
 	if (e)
 		return e;
-	r->launch_us = best;
-	r->batch = stats_batch_size(best);
+	t->launch_us = best;
+	t->batch = stats_batch_size(best);
 	return 0;
 }
 
 /* Samples to queue before the next look at the stopping rule. */
-static unsigned int run_chunk(const struct run *r)
+static unsigned int run_chunk(const struct run *r, const struct timer *t)
 {
-	const double sample_us = r->launch_us * r->batch;
+	const double sample_us = t->launch_us * t->batch;
 	unsigned int n = TIMING_CHUNK_MAX;
 
 	if (sample_us * TIMING_CHUNK_MAX > TIMING_CHUNK_US)
 		n = MAX(1u, (unsigned int)(TIMING_CHUNK_US / sample_us));
-	return MIN(n, r->cap_samples - r->n_samples);
+	return MIN(n, r->cap_samples - t->n_samples);
 }
 
-/* Queue n samples, wait for them and add them to the run's samples. */
-static int run_chunk_samples(struct run *r, unsigned int n)
+/* Queue n samples, wait for them and add them to t's samples. */
+static int run_chunk_samples(struct run *r, struct timer *t, unsigned int n)
 {
 	double us = 0;
 	int e = 0;
 
 	for (unsigned int i = 0; i < n && !e; i++) {
-		e = run_queue_sample(r, r->batch, i);
+		e = run_queue_sample(r, t->batch, i);
 		/* Read while the sample runs, or waits its turn. */
-		nvml_track_sample(&r->tele);
+		nvml_track_sample(&t->tele);
 	}
 	if (!e)
-		e = run_sync(r, "timed launches", (double)n * r->batch);
+		e = run_sync(r, "timed launches", (double)n * t->batch);
 	for (unsigned int i = 0; i < n && !e; i++) {
 		e = run_elapsed(r, i, &us);
 		if (e)
 			break;
-		r->gpu_time_us += us;
-		r->samples[r->n_samples++] = us / r->batch;
+		t->gpu_time_us += us;
+		t->samples[t->n_samples++] = us / t->batch;
 	}
 	return e;
 }
 
-static bool run_done(const struct run *r, enum gemm_stop *ret_reason)
+static bool run_done(const struct run *r, const struct timer *t,
+		     enum gemm_stop *ret_reason)
 {
 	const struct gemm_spec *s = r->spec;
 	const struct stats_rule rule = {
@@ -2288,34 +2305,34 @@ static bool run_done(const struct run *r, enum gemm_stop *ret_reason)
 		.max_time_us = s->max_time_ms * 1000.0,
 		.max_noise = s->max_noise,
 	};
-	const size_t n = r->n_samples;
+	const size_t n = t->n_samples;
 	double mean;
 
 	if (s->iterations) {
 		*ret_reason = GEMM_STOP_ITERATIONS;
 		return n >= s->iterations;
 	}
-	mean = stats_mean(r->samples, n);
+	mean = stats_mean(t->samples, n);
 	return stats_should_stop(
-		&rule, n, r->gpu_time_us,
-		stats_rel_stderr(mean, stats_stdev(r->samples, n, mean), n),
+		&rule, n, t->gpu_time_us,
+		stats_rel_stderr(mean, stats_stdev(t->samples, n, mean), n),
 		ret_reason);
 }
 
-static int run_timing_fill(struct run *r, enum gemm_stop reason,
+static int run_timing_fill(struct run *r, const struct timer *tm,
 			   struct gemm_timing *t, bool raw)
 {
 	struct stats_summary s;
 
 	if (raw) {
-		t->raw_us = calloc(MAX(r->n_samples, 1u), sizeof(*t->raw_us));
+		t->raw_us = calloc(MAX(tm->n_samples, 1u), sizeof(*t->raw_us));
 		if (!t->raw_us)
 			return -ENOMEM;
-		memcpy(t->raw_us, r->samples,
-		       r->n_samples * sizeof(*t->raw_us));
+		memcpy(t->raw_us, tm->samples,
+		       tm->n_samples * sizeof(*t->raw_us));
 	}
-	stats_summarize(r->samples, r->n_samples, &s);
-	t->samples = r->n_samples;
+	stats_summarize(tm->samples, tm->n_samples, &s);
+	t->samples = tm->n_samples;
 	t->min_us = s.min;
 	t->median_us = s.median;
 	t->mean_us = s.mean;
@@ -2324,41 +2341,106 @@ static int run_timing_fill(struct run *r, enum gemm_stop reason,
 	t->p90_us = s.p90;
 	t->p99_us = s.p99;
 	t->noise = s.noise;
-	t->gpu_time_ms = r->gpu_time_us / 1000.0;
-	t->stop_reason = reason;
+	t->gpu_time_ms = tm->gpu_time_us / 1000.0;
+	t->stop_reason = tm->reason;
 	t->mode = r->spec->timing_mode;
 	t->l2_flush_bytes = r->flush_bytes;
-	t->batch = r->batch;
+	t->batch = tm->batch;
 	return 0;
 }
 
-/*
- * Time r->launch: warm up, then samples until the stopping rule.  May run
- * more than once per run (ours, then the baseline): the events, sample
- * array and flush buffer are allocated the first time only.
- */
-static int run_time(struct run *r, struct gemm_timing *t,
-		    struct gemm_telemetry *tele, bool raw)
+/* Warm t up and make it the one run_launch() launches. */
+static int run_timer_start(struct run *r, struct timer *t)
 {
-	enum gemm_stop reason = GEMM_STOP_ITERATIONS;
+	int e;
+
+	r->launch = t->launch;
+	e = run_warmup(r, t);
+	if (e)
+		return e;
+	nvml_track_start(&t->tele, r->g->nvml, r->cap_samples);
+	nvml_track_pause(&t->tele);
+	t->done = run_done(r, t, &t->reason);
+	return 0;
+}
+
+/* One chunk of t's samples, its telemetry running meanwhile only. */
+static int run_timer_chunk(struct run *r, struct timer *t)
+{
+	int e;
+
+	r->launch = t->launch;
+	nvml_track_resume(&t->tele);
+	e = run_chunk_samples(r, t, run_chunk(r, t));
+	nvml_track_pause(&t->tele);
+	t->chunks++;
+	if (!e)
+		t->done = run_done(r, t, &t->reason);
+	return e;
+}
+
+/* One timer alone, to the end of its stopping rule. */
+static int run_time_one(struct run *r, struct timer *t)
+{
+	int e = run_timer_start(r, t);
+
+	while (!e && !t->done)
+		e = run_timer_chunk(r, t);
+	r->launch = run_launch_ours;
+	return e;
+}
+
+static int run_time_separate(struct run *r)
+{
+	int e = run_time_one(r, &r->ours);
+
+	if (e || !r->base.launch)
+		return e;
+	sleep_ms(r->spec->cooldown_ms);
+	return run_time_one(r, &r->base);
+}
+
+static int run_time_together(struct run *r, struct timer *a, struct timer *b)
+{
+	struct timer *const timers[] = { a, b };
+	const unsigned int n = ARRAY_SIZE(timers);
+	bool done = false;
 	int e = 0;
 
-	nvml_track_free(&r->tele);
-	r->n_samples = 0;
-	r->gpu_time_us = 0;
-	if (!r->events)
-		e = run_timing_alloc(r);
-	if (!e)
-		e = run_warmup(r);
-	if (e)
-		return e;
-	nvml_track_start(&r->tele, r->g->nvml, r->cap_samples);
-	while (!e && !run_done(r, &reason))
-		e = run_chunk_samples(r, run_chunk(r));
-	if (e)
-		return e;
-	nvml_track_finish(&r->tele, tele);
-	return run_timing_fill(r, reason, t, raw);
+	for (unsigned int i = 0; i < n && !e; i++)
+		e = run_timer_start(r, timers[i]);
+	while (!e && !done) {
+		done = true;
+		for (unsigned int i = 0; i < n && !e; i++) {
+			if (!timers[i]->done)
+				e = run_timer_chunk(r, timers[i]);
+			done = done && timers[i]->done;
+		}
+	}
+	r->launch = run_launch_ours;
+	return e;
+}
+
+/*
+ * Time our kernel and, with a baseline (r->base.launch set), the
+ * baseline's, in the job's order.  Separate: ours warmed up and timed
+ * to the end, the job's cool-down, then the baseline likewise.
+ * Interleaved: both warmed up, then a chunk of samples (about
+ * TIMING_CHUNK_US) of one and then the other until each has met the
+ * stopping rule.
+ */
+static int run_time(struct run *r)
+{
+	if (r->base.launch && r->spec->baseline_order == GEMM_ORDER_INTERLEAVED)
+		return run_time_together(r, &r->ours, &r->base);
+	return run_time_separate(r);
+}
+
+/* Ours, into the result: its timing and telemetry. */
+static int run_time_report(struct run *r, struct gemm_result *res)
+{
+	nvml_track_finish(&r->ours.tele, &res->telemetry);
+	return run_timing_fill(r, &r->ours, &res->timing, r->spec->raw_samples);
 }
 
 /*
@@ -2461,18 +2543,18 @@ static int run_lt_pick(struct run *r, struct gemm_baseline_result *b)
 
 /*
  * The baseline: cuBLASLt on the same A, B, C and D (same alpha, beta and
- * output type), timed exactly as ours was (same mode, warm-up and
- * stopping rule), after ours.  D is overwritten, which is fine:
+ * output type), timed exactly as ours is (same mode, warm-up and
+ * stopping rule) and alongside it.  D is overwritten, which is fine:
  * verification is done by now.  "cublas" times the fastest of the
  * heuristic's top CUBLASLT_ALGOS_MAX, "cublas_default" its first choice,
- * the like-for-like figure next to a framework that calls cuBLAS.
+ * the like-for-like figure next to a framework that calls cuBLAS.  The
+ * trials of "cublas" run here, before either is timed.
  */
-static int run_baseline(struct run *r, struct gemm_result *res)
+static int run_baseline_prepare(struct run *r, struct gemm_result *res)
 {
 	const struct gemm_spec *s = r->spec;
 	struct gemm_baseline_result *b = &res->baseline;
 	const bool first = s->baseline == GEMM_BASELINE_CUBLAS_DEFAULT;
-	struct gemm_telemetry tele;
 	int e;
 
 	b->mode = first ? GEMM_BASELINE_MODE_DEFAULT :
@@ -2484,14 +2566,27 @@ static int run_baseline(struct run *r, struct gemm_result *res)
 		e = run_lt_pick(r, b);
 	if (e)
 		return e;
-	r->launch = run_launch_lt;
-	e = run_time(r, &b->timing, &tele, false);
-	r->launch = run_launch_ours;
+	cublaslt_gemm_algo_describe(r->lt, (unsigned int)b->algo_index,
+				    &b->algo);
+	r->base.launch = run_launch_lt;
+	return 0;
+}
+
+static int run_baseline_report(struct run *r, struct gemm_result *res)
+{
+	struct gemm_baseline_result *b = &res->baseline;
+	int e;
+
+	nvml_track_finish(&r->base.tele, &b->telemetry);
+	e = run_timing_fill(r, &r->base, &b->timing, false);
 	if (e)
 		return e;
 	snprintf(b->library, sizeof(b->library), "cublasLt");
 	b->version = cublaslt_version();
+	b->order = r->spec->baseline_order;
+	b->rounds = r->base.chunks;
 	b->tflops = gemm_flops(r->spec) / (b->timing.median_us * 1e-6) / 1e12;
+	b->telemetry.tflops_per_watt = b->tflops / b->telemetry.power_mean_w;
 	b->present = true;
 	res->speedup_vs_baseline = b->timing.median_us / res->timing.median_us;
 	return 0;
@@ -2538,8 +2633,10 @@ static void run_free(struct run *r)
 			driver.api.cuMemFree(bufs[i]);
 host:
 	free(r->events);
-	free(r->samples);
-	nvml_track_free(&r->tele);
+	free(r->ours.samples);
+	free(r->base.samples);
+	nvml_track_free(&r->ours.tele);
+	nvml_track_free(&r->base.tele);
 }
 
 int gpu_run(struct gpu *g, const struct gemm_spec *spec,
@@ -2554,6 +2651,7 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	r.spec = spec;
 	r.plan = plan;
 	r.launch = run_launch_ours;
+	r.ours.launch = run_launch_ours;
 	r.tma = schedule_uses_tma(spec->schedule);
 	r.reads_c = spec_reads_c(spec);
 	r.in_size = gemm_dtype_size(spec->dtype);
@@ -2574,12 +2672,17 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	if (!e && spec->verify)
 		e = run_verify(&r, &ret->verify);
 	if (!e)
-		e = run_time(&r, &ret->timing, &ret->telemetry,
-			     spec->raw_samples);
+		e = run_timing_alloc(&r);
+	if (!e && spec->baseline != GEMM_BASELINE_NONE)
+		e = run_baseline_prepare(&r, ret);
+	if (!e)
+		e = run_time(&r);
+	if (!e)
+		e = run_time_report(&r, ret);
 	if (!e)
 		run_rates(&r, ret);
 	if (!e && spec->baseline != GEMM_BASELINE_NONE)
-		e = run_baseline(&r, ret);
+		e = run_baseline_report(&r, ret);
 	/* A job that failed part way is not checked: what it kept goes. */
 	if (r.current && !r.sticky && e)
 		cache_drop(g);

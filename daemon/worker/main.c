@@ -80,13 +80,7 @@ static int send_error(int fd, const char *id, const char *msg, bool sticky)
 /* The job's cooldown: its heat should not slow the next job down. */
 static void cool_down(unsigned int ms)
 {
-	struct timespec ts = {
-		.tv_sec = ms / 1000,
-		.tv_nsec = (long)(ms % 1000) * 1000000,
-	};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	sleep_ms(ms);
 }
 
 /* One "run" message: returns 1 when the context is gone and we must exit. */

@@ -204,11 +204,33 @@ void nvml_track_sample(struct nvml_track *t)
 		t->throttled++;
 }
 
+void nvml_track_pause(struct nvml_track *t)
+{
+	double e1;
+
+	if (!t->nvml || isnan(t->energy0_j))
+		return;
+	e1 = read_energy(t->nvml);
+	/* NAN stays NAN; a counter that went backwards is not believed. */
+	if (e1 >= t->energy0_j)
+		t->energy_j += e1 - t->energy0_j;
+	else
+		t->energy_bad = true;
+	t->energy0_j = NAN;
+}
+
+void nvml_track_resume(struct nvml_track *t)
+{
+	if (t->nvml)
+		t->energy0_j = read_energy(t->nvml);
+}
+
 void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
 {
 	struct stats_summary sm, mem, power;
 	struct gemm_telemetry r;
-	double e1 = read_energy(t->nvml);
+
+	nvml_track_pause(t);
 
 	stats_summarize(t->sm_mhz, t->n_sm, &sm);
 	stats_summarize(t->mem_mhz, t->n_mem, &mem);
@@ -220,8 +242,7 @@ void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
 	r.mem_clock_median_mhz = mem.median;
 	r.power_mean_w = power.mean;
 	r.power_max_w = power.max;
-	/* NAN stays NAN; a counter that went backwards is not believed. */
-	r.energy_j = e1 >= t->energy0_j ? e1 - t->energy0_j : NAN;
+	r.energy_j = t->nvml && !t->energy_bad ? t->energy_j : NAN;
 	r.temp_max_c = t->temp_max_c;
 	r.reasons_known = t->reasons_known;
 	r.reasons_seen = t->reasons_seen;

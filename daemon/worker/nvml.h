@@ -31,13 +31,19 @@ struct nvml *nvml_close(struct nvml *n);
  * millisecond: a sample in between is charged to the last reading);
  * nvml_track_finish() reads the energy again and reduces it all.  n may
  * be NULL: everything is then NAN, as it is when memory runs short.
+ *
+ * A region taken in pieces (ours and the baseline, alternating) is
+ * bracketed by nvml_track_resume() and nvml_track_pause(): the energy is
+ * the sum over the pieces.
  */
 struct nvml_track {
 	struct nvml *nvml;
 	double *sm_mhz, *mem_mhz, *power_w;
 	size_t n_sm, n_mem, n_power, cap;
 	double temp_max_c;
-	double energy0_j;
+	double energy0_j; /* at the last start or resume; NAN: paused */
+	double energy_j; /* over the pieces so far */
+	bool energy_bad; /* a read failed or the counter went backwards */
 	bool reasons_known;
 	uint64_t reasons_seen, last_reasons;
 	uint64_t last_us;
@@ -46,5 +52,7 @@ struct nvml_track {
 
 void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples);
 void nvml_track_sample(struct nvml_track *t);
+void nvml_track_pause(struct nvml_track *t);
+void nvml_track_resume(struct nvml_track *t);
 void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret);
 void nvml_track_free(struct nvml_track *t);
