@@ -49,6 +49,7 @@
 	X(cuEventCreate)                \
 	X(cuEventDestroy)               \
 	X(cuEventRecord)                \
+	X(cuEventQuery)                 \
 	X(cuEventElapsedTime)           \
 	X(cuLaunchKernel)               \
 	X(cuLaunchKernelEx)             \

@@ -58,6 +58,7 @@
 #define TIMING_CHUNK_US 20000.0 /* GPU time queued between two looks... */
 #define TIMING_CHUNK_MAX 256u /* ...at the stopping rule, in samples */
 #define TIMING_L2_FALLBACK (64u << 20) /* if the L2 size is unknown */
+#define TIMING_WATCH_US 200 /* polls of a running chunk, for telemetry */
 /* A baseline algorithm's trial: one launch to warm up, these timed. */
 #define BASELINE_TRIAL_LAUNCHES 5u
 
@@ -2271,17 +2272,52 @@ static unsigned int run_chunk(const struct run *r, const struct timer *t)
 	return MIN(n, r->cap_samples - t->n_samples);
 }
 
-/* Queue n samples, wait for them and add them to t's samples. */
+/*
+ * While the n queued samples run: read the telemetry about every
+ * TIMING_WATCH_US, and count the samples that ran while a reading saw
+ * the GPU slowed down.  The sample running is the first whose stop event
+ * has not completed.  Gives up after the chunk's expected time four
+ * times over and a second; run_sync() then waits out (or calls) a hang.
+ */
+static void run_watch_chunk(struct run *r, struct timer *t, unsigned int n)
+{
+	const double expect_us = t->launch_us * t->batch * n;
+	const uint64_t until = now_usec() + 1000000 + (uint64_t)(4 * expect_us);
+	unsigned int cur = 0, throttled = 0, last = UINT_MAX;
+
+	while (cur < n && now_usec() < until) {
+		while (cur < n &&
+		       driver.api.cuEventQuery(r->events[2 * cur + 1]) ==
+			       CUDA_SUCCESS)
+			cur++;
+		if (cur == n)
+			break;
+		/* Sample cur is running or next: counted once if slowed. */
+		if (nvml_track_sample(&t->tele) && cur != last) {
+			throttled++;
+			last = cur;
+		}
+		sleep_us(TIMING_WATCH_US);
+	}
+	nvml_track_throttled(&t->tele, throttled);
+}
+
+/*
+ * Queue n samples, then watch them run and add them to t's samples.
+ * Everything is queued first: with a telemetry read between two
+ * launches, a read slower than a sample let the GPU run dry between
+ * samples, and the duty cycle, which sets the clocks at the power cap,
+ * then depended on NVML.
+ */
 static int run_chunk_samples(struct run *r, struct timer *t, unsigned int n)
 {
 	double us = 0;
 	int e = 0;
 
-	for (unsigned int i = 0; i < n && !e; i++) {
+	for (unsigned int i = 0; i < n && !e; i++)
 		e = run_queue_sample(r, t->batch, i);
-		/* Read while the sample runs, or waits its turn. */
-		nvml_track_sample(&t->tele);
-	}
+	if (!e)
+		run_watch_chunk(r, t, n);
 	if (!e)
 		e = run_sync(r, "timed launches", (double)n * t->batch);
 	for (unsigned int i = 0; i < n && !e; i++) {

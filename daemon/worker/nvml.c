@@ -189,19 +189,23 @@ static void track_read(struct nvml_track *t)
 	}
 }
 
-void nvml_track_sample(struct nvml_track *t)
+bool nvml_track_sample(struct nvml_track *t)
 {
 	uint64_t now;
 
 	if (!t->nvml)
-		return;
+		return false;
 	now = now_usec();
 	if (!t->last_us || now - t->last_us >= NVML_PERIOD_US) {
 		t->last_us = now;
 		track_read(t);
 	}
-	if (t->last_reasons & GEMM_THROTTLE_SLOWDOWN)
-		t->throttled++;
+	return t->last_reasons & GEMM_THROTTLE_SLOWDOWN;
+}
+
+void nvml_track_throttled(struct nvml_track *t, unsigned int samples)
+{
+	t->throttled += samples;
 }
 
 void nvml_track_pause(struct nvml_track *t)

@@ -26,9 +26,11 @@ struct nvml *nvml_close(struct nvml *n);
 
 /*
  * Telemetry over a timed region.  nvml_track_start() reads the energy
- * counter; nvml_track_sample() is called once per timed sample and reads
- * the clocks, power, temperature and clock event reasons (at most once a
- * millisecond: a sample in between is charged to the last reading);
+ * counter; nvml_track_sample() is called while samples run and reads the
+ * clocks, power, temperature and clock event reasons (at most once a
+ * millisecond), returning whether the last reading saw the GPU slowed
+ * down (thermal or power brake); the caller counts the samples that ran
+ * under such a reading with nvml_track_throttled().
  * nvml_track_finish() reads the energy again and reduces it all.  n may
  * be NULL: everything is then NAN, as it is when memory runs short.
  *
@@ -51,7 +53,8 @@ struct nvml_track {
 };
 
 void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples);
-void nvml_track_sample(struct nvml_track *t);
+bool nvml_track_sample(struct nvml_track *t);
+void nvml_track_throttled(struct nvml_track *t, unsigned int samples);
 void nvml_track_pause(struct nvml_track *t);
 void nvml_track_resume(struct nvml_track *t);
 void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret);
