@@ -11,6 +11,12 @@
 #   bench/baseline.sh BUILD_DIR [ROUNDS] [SIZES...]
 #   GEMMD_BASELINE=cublas bench/baseline.sh ...   (the fastest instead)
 #   GEMMD_TORCH_BLAS=cublaslt bench/baseline.sh ...  (torch through cuBLASLt)
+#   GEMMD_BENCH_PAUSE=5 bench/baseline.sh ...  (idle seconds before each,
+#   2 by default)
+#   GEMMD_BASELINE_ORDER=interleaved bench/baseline.sh ...  (timing.
+#   baseline_order of the gemmd jobs; separate by default)
+# Then the kernel each ran: cuBLASLt's configuration in gemmd, the kernel
+# names torch's profiler saw.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -19,18 +25,26 @@ rounds=${2:-3}
 shift $(($# > 1 ? 2 : 1))
 sizes=${*:-4096x4096x4096 8192x8192x8192}
 baseline=${GEMMD_BASELINE:-cublas_default}
+# Idle seconds before each measurement, so each starts from a cooled card.
+pause=${GEMMD_BENCH_PAUSE:-2}
+# gemmd times our kernel too: separate puts that pause between it and
+# cuBLASLt; interleaved alternates them.
+order=${GEMMD_BASELINE_ORDER:-separate}
 
 : >"$bench_tmp/rows"
+: >"$bench_tmp/kernels"
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for _ in $(seq "$rounds"); do
-		g=$(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100},\"verify\":{\"enabled\":false}}" |
+		sleep "$pause"
+		g=$(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100,\"cooldown_ms\":$((pause * 1000)),\"baseline_order\":\"$order\"},\"verify\":{\"enabled\":false}}" |
 			python3 -c 'import json,sys
 j = json.load(sys.stdin)
 if j.get("state") != "done":
     sys.exit("gemmd job %s: %s" % (j.get("state"), j.get("reason") or j))
 b = j["result"]["baseline"]
 print(b["timing"]["median_us"], b["algo_id"], b["mode"], b["heuristics_tried"])')
+		sleep "$pause"
 		t=$(python3 -c 'import sys
 sys.path.insert(0, sys.argv[1])
 import os
@@ -42,8 +56,21 @@ m, n, k = (int(x) for x in sys.argv[2:5])
 print(bench(m, n, k, torch.bfloat16, warmup=20, iters=100)["median_us"])' "$here" "$m" "$n" "$k")
 		echo "$size $g $t" >>"$bench_tmp/rows"
 	done
+	# Which kernel each ran: cuBLASLt's configuration, torch's profiler.
+	echo "$size gemmd: $(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"iterations\":1},\"verify\":{\"enabled\":false}}" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["baseline"].get("algo"))')" >>"$bench_tmp/kernels"
+	echo "$size torch: $(python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import os
+import torch
+from cublas import kernel_names
+if os.environ.get("GEMMD_TORCH_BLAS"):
+    torch.backends.cuda.preferred_blas_library(os.environ["GEMMD_TORCH_BLAS"])
+m, n, k = (int(x) for x in sys.argv[2:5])
+print(kernel_names(m, n, k, torch.bfloat16))' "$here" "$m" "$n" "$k")" >>"$bench_tmp/kernels"
 done
-python3 - "$bench_tmp/rows" "$baseline" <<'PY'
+cat "$bench_tmp/kernels"
+python3 - "$bench_tmp/rows" "$baseline" "$order" "$pause" <<'PY'
 import statistics, sys
 rows = {}
 modes = set()
@@ -51,8 +78,9 @@ for line in open(sys.argv[1]):
     size, g, algo, mode, tried, t = line.split()
     rows.setdefault(size, []).append((float(g), int(algo), float(t)))
     modes.add("%s, %s heuristic(s)" % (mode, tried))
-print("gemmd baseline \"%s\" (mode %s) against torch a @ b.t(), bf16, hot"
-      % (sys.argv[2], "; ".join(sorted(modes))))
+print("gemmd baseline \"%s\" (mode %s, order %s) against torch a @ b.t(), "
+      "bf16, hot, %s s idle before each"
+      % (sys.argv[2], "; ".join(sorted(modes)), sys.argv[3], sys.argv[4]))
 print("%-16s %6s %12s %12s %8s %s" % ("size", "rounds", "gemmd_us", "torch_us", "diff_%", "within_3%"))
 for size, r in rows.items():
     g = statistics.median(x[0] for x in r)

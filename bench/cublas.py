@@ -37,6 +37,21 @@ def bench(m, n, k, dtype, warmup=10, iters=50):
             "median_us": med, "tflops": 2.0 * m * n * k / med / 1e6}
 
 
+def kernel_names(m, n, k, dtype):
+    """The CUDA kernels one a @ b.t() runs, by torch's profiler."""
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(n, k, device="cuda", dtype=dtype)
+    c = torch.empty(m, n, device="cuda", dtype=dtype)
+    torch.matmul(a, b.t(), out=c)
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        torch.matmul(a, b.t(), out=c)
+        torch.cuda.synchronize()
+    return sorted({e.name for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA})
+
+
 def main():
     # GEMMD_TORCH_BLAS=cublaslt: torch's own cuBLASLt path instead of cuBLAS.
     lib = os.environ.get("GEMMD_TORCH_BLAS")

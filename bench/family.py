@@ -3,6 +3,7 @@
 
     bench/family.py URL design [--dtype bf16] [--size 8192x8192x8192]
     bench/family.py URL shapes [--dtype bf16,fp16] [--shapes ...]
+    bench/family.py URL final [--dtype bf16,fp16] [--shapes ...]
 
 design: at one size, every schedule and tile over its stage counts (cluster
 1x1, direct stores), then each one's best stage count over the cluster
@@ -12,7 +13,13 @@ cluster, epilogue at the most stages that fit), then over the winner's
 raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
 job, on the same inputs, the fastest of its top heuristics) in ROUNDS
 jobs, the first verified with normal inputs; the table gives the
-medians over the rounds and the range of the per-round ratios.  Prints a table last.  Timing: cold L2, the stopping
+medians over the rounds and the range of the per-round ratios.
+final: the rounds alone, for the configurations in BEST (the winners of
+the last shapes search logged in docs/perf.md), without the search.
+With --order separate (the default) each job times ours, pauses
+--cooldown-ms and times cuBLAS; with --order interleaved it alternates
+chunks of their samples.  The table, printed last, also names cuBLAS's
+kernel (tile, stages, cluster, split-K).  Timing: cold L2, the stopping
 rule with max_noise 1 % and at most 300 ms of GPU time per job.
 """
 import argparse
@@ -31,6 +38,37 @@ TIMING = {"warmup": 5, "min_samples": 10, "min_time_ms": 20,
           "max_time_ms": 300, "max_noise": 0.01}
 # The shape search only ranks candidates: a shorter budget per job.
 SEARCH = dict(TIMING, max_time_ms=100)
+# The winners of the shapes search of 2026-11-22 (docs/perf.md):
+# schedule, tile, extra kernel fields.
+C21 = {"cluster": [2, 1], "epilogue": "tma"}
+BEST = {
+    "bf16": {
+        "8192x8192x8192": ("cooperative", "128x256x64", C21),
+        "4096x4096x4096": ("cooperative", "128x256x64", {"epilogue": "tma"}),
+        "2048x2048x2048": ("cooperative", "128x256x64", {"epilogue": "tma"}),
+        "1024x1024x1024": ("pingpong", "64x128x64", {"epilogue": "tma"}),
+        "16384x16384x4096": ("cooperative", "128x256x64", C21),
+        "8192x8192x1024": ("pingpong", "128x128x64", C21),
+        "4096x14336x4096": ("cooperative", "128x256x64", C21),
+        "14336x4096x4096": ("cooperative", "128x256x64", C21),
+        "8192x1024x8192": ("cooperative", "128x256x64", {"epilogue": "tma"}),
+        "512x8192x8192": ("ws", "128x256x64", C21),
+        "128x8192x8192": ("pingpong", "64x128x64", {"cluster": [2, 1]}),
+    },
+    "fp16": {
+        "8192x8192x8192": ("cooperative", "128x256x64", C21),
+        "4096x4096x4096": ("cooperative", "128x256x64", C21),
+        "2048x2048x2048": ("cooperative", "128x256x64", {"epilogue": "tma"}),
+        "1024x1024x1024": ("pingpong", "64x128x64", {"epilogue": "tma"}),
+        "16384x16384x4096": ("cooperative", "128x256x64", C21),
+        "8192x8192x1024": ("pingpong", "128x128x64", {"epilogue": "tma"}),
+        "4096x14336x4096": ("cooperative", "128x256x64", C21),
+        "14336x4096x4096": ("cooperative", "128x256x64", C21),
+        "8192x1024x8192": ("cooperative", "128x256x64", C21),
+        "512x8192x8192": ("cooperative", "128x256x64", C21),
+        "128x8192x8192": ("pingpong", "64x128x64", {"cluster": [2, 1]}),
+    },
+}
 # The winner and cuBLAS are timed this many times, one job each, and the
 # medians compared: at the power cap one job's pair drifts by several %.
 ROUNDS = 3
@@ -154,6 +192,63 @@ def merge_rounds(rounds):
                 speedup=ours / theirs, spread=(min(ratios), max(ratios)))
 
 
+def lt_kernel(r):
+    """cuBLAS's kernel as its algorithm's configuration describes it."""
+    a = (r.get("baseline") or {}).get("algo") or {}
+    if not a:
+        return "-"
+    return "%s s%s c%s k%s" % (a.get("tile"), a.get("stages"),
+                               a.get("cluster"), a.get("split_k"))
+
+
+def final_rounds(url, m, n, k, dtype, kern, extra):
+    extra = dict(extra, baseline="cublas")
+    rounds = []
+    for i in range(ROUNDS):
+        time.sleep(TIMING["cooldown_ms"] / 1000.0)
+        rounds.append(run(url, m, n, k, dtype, kern, extra,
+                          verify=i == 0))
+    return rounds
+
+
+def print_table(table):
+    print("%-17s %-5s %-46s %8s %8s %7s %13s %6s %s" % (
+        "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
+        "round ratios", "verify", "cuBLAS kernel"))
+    for shape, dtype, d, r in table:
+        if not r or r["state"] != "done":
+            print("%-17s %-5s %-46s %s" % (shape, dtype, d,
+                                           r and r["error"]))
+            continue
+        b = r["baseline"] or {}
+        lo, hi = r.get("spread", (0.0, 0.0))
+        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %6s %s" % (
+            shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
+            r["speedup"] or 0.0, lo, hi,
+            "pass" if r["verify"] else "FAIL", r.get("lt_kernel", "-")))
+
+
+def final(url, args):
+    table = []
+    allk = kernels(url)
+    for dtype in args.dtype.split(","):
+        for shape in args.shapes.split():
+            m, n, k = (int(x) for x in shape.split("x"))
+            sched, tile, extra = BEST[dtype][shape]
+            kern = next(x for x in allk if x["dtype"] == dtype and
+                        x["layout"] == "tn" and x["schedule"] == sched and
+                        tile_str(x) == tile)
+            rounds = final_rounds(url, m, n, k, dtype, kern, extra)
+            table.append((shape, dtype, desc(kern, extra),
+                          dict(merge_rounds(rounds),
+                               lt_kernel=lt_kernel(rounds[0]))))
+            print("  %s %s: %s %s" % (
+                shape, dtype, desc(kern, extra),
+                [round(x["tflops"], 1) for x in rounds]),
+                file=sys.stderr, flush=True)
+    print_table(table)
+
+
 def shapes(url, args):
     table = []
     allk = kernels(url)
@@ -182,46 +277,35 @@ def shapes(url, args):
                     if r["state"] == "done" and r["tflops"] > \
                             best[2]["tflops"]:
                         best = (best[0], extra, r)
-            kern, extra = best[0], dict(best[1])
-            extra["baseline"] = "cublas"
-            rounds = []
-            for i in range(ROUNDS):
-                time.sleep(1)
-                rounds.append(run(url, m, n, k, dtype, kern, extra,
-                                  verify=i == 0))
+            kern = best[0]
+            rounds = final_rounds(url, m, n, k, dtype, kern, best[1])
             table.append((shape, dtype, desc(kern, best[1]),
-                          merge_rounds(rounds)))
+                          dict(merge_rounds(rounds),
+                               lt_kernel=lt_kernel(rounds[0]))))
             print("  %s %s: %s %s" % (
                 shape, dtype, desc(kern, best[1]),
                 [round(x["tflops"], 1) for x in rounds]),
                 file=sys.stderr, flush=True)
-    print("%-17s %-5s %-52s %8s %8s %7s %13s %6s" % (
-        "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
-        "round ratios", "verify"))
-    for shape, dtype, d, r in table:
-        if not r or r["state"] != "done":
-            print("%-17s %-5s %-52s %s" % (shape, dtype, d,
-                                           r and r["error"]))
-            continue
-        b = r["baseline"] or {}
-        lo, hi = r.get("spread", (0.0, 0.0))
-        print("%-17s %-5s %-52s %8.1f %8.1f %6.3fx %6.3f-%5.3f %6s" % (
-            shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
-            r["speedup"] or 0.0, lo, hi,
-            "pass" if r["verify"] else "FAIL"))
+    print_table(table)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("url")
-    p.add_argument("what", choices=("design", "shapes"))
+    p.add_argument("what", choices=("design", "shapes", "final"))
     p.add_argument("--dtype", default=None)
     p.add_argument("--size", default="8192x8192x8192")
     p.add_argument("--shapes", default=SHAPES)
+    p.add_argument("--order", default="separate",
+                   choices=("separate", "interleaved"))
+    p.add_argument("--cooldown-ms", type=int, default=2000)
     args = p.parse_args()
+    # The jobs that time cuBLAS next to ours.
+    TIMING.update(baseline_order=args.order, cooldown_ms=args.cooldown_ms)
     if args.dtype is None:
         args.dtype = "bf16" if args.what == "design" else "bf16,fp16"
-    (design if args.what == "design" else shapes)(url=args.url, args=args)
+    {"design": design, "shapes": shapes, "final": final}[args.what](
+        url=args.url, args=args)
 
 
 if __name__ == "__main__":
