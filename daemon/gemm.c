@@ -40,6 +40,7 @@ static const char *const raster_names[_GEMM_RASTER_MAX] = {
 static const char *const epilogue_names[_GEMM_EPILOGUE_MAX] = {
 	[GEMM_EPILOGUE_DIRECT] = "direct",
 	[GEMM_EPILOGUE_TMA] = "tma",
+	[GEMM_EPILOGUE_AUTO] = "auto",
 };
 
 static const char *const init_names[_GEMM_INIT_MAX] = {

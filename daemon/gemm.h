@@ -52,6 +52,7 @@ enum gemm_raster {
 enum gemm_epilogue {
 	GEMM_EPILOGUE_DIRECT, /* stores from registers */
 	GEMM_EPILOGUE_TMA, /* staged in smem, TMA stores */
+	GEMM_EPILOGUE_AUTO, /* a job's only: the plan picks one of the two */
 	_GEMM_EPILOGUE_MAX,
 };
 

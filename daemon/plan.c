@@ -38,10 +38,12 @@ static bool kernel_has_out(const struct kernel_info *k,
 	return k->outs & KERNEL_BIT(spec->out);
 }
 
+/* "auto" takes what the kernel has: every kernel stores directly. */
 static bool kernel_has_epilogue(const struct kernel_info *k,
 				const struct gemm_spec *spec)
 {
-	return k->epilogues & KERNEL_BIT(spec->epilogue);
+	return spec->epilogue == GEMM_EPILOGUE_AUTO ||
+	       (k->epilogues & KERNEL_BIT(spec->epilogue));
 }
 
 /*
@@ -183,9 +185,40 @@ static unsigned int stages_that_fit(const struct kernel_info *k,
 	return (unsigned int)MIN(n, (uint64_t)k->max_stages);
 }
 
+/* Stages when the job leaves them open, beside extra epilogue bytes. */
+static unsigned int default_stages(const struct kernel_info *k,
+				   unsigned int extra, unsigned int smem_limit)
+{
+	return MIN(stages_that_fit(k, extra, smem_limit), PLAN_DEFAULT_STAGES);
+}
+
+/*
+ * The epilogue for "auto": tma where the kernel has it, rows of D are
+ * 16-byte aligned and its staging buffers leave room for the stages the
+ * job asked for, or by default for as many as direct stores would get.
+ * The tma epilogue was the faster one in the best configuration of 10 of
+ * the 11 shapes of the shapes table (docs/perf.md); otherwise direct.
+ */
+static enum gemm_epilogue pick_epilogue(const struct kernel_info *k,
+					const struct gemm_spec *spec,
+					unsigned int smem_limit)
+{
+	unsigned int osize = gemm_dtype_size(spec->out);
+	unsigned int tma = stages_that_fit(k, k->smem_epilogue, smem_limit);
+	unsigned int want;
+
+	if (spec->epilogue != GEMM_EPILOGUE_AUTO)
+		return spec->epilogue;
+	want = spec->stages ? spec->stages : default_stages(k, 0, smem_limit);
+	if (!(k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_TMA)) ||
+	    (spec->n * osize) % ROW_ALIGN || tma < MAX(want, k->min_stages))
+		return GEMM_EPILOGUE_DIRECT;
+	return GEMM_EPILOGUE_TMA;
+}
+
 /*
  * Stages the job asked for, or by default the most that fit beside the
- * epilogue's bytes.  A kernel that does not fit even with its fewest
+ * epilogue's bytes, up to PLAN_DEFAULT_STAGES.  A kernel that does not fit even with its fewest
  * stages is refused on the epilogue when that is what tips it over, on
  * the stages otherwise.
  */
@@ -195,7 +228,9 @@ static int pick_stages(const struct kernel_info *k,
 {
 	unsigned int extra = epilogue_bytes(k, spec);
 	unsigned int fit = stages_that_fit(k, extra, smem_limit);
-	unsigned int stages = spec->stages ? spec->stages : fit;
+	unsigned int stages = spec->stages ?
+				      spec->stages :
+				      default_stages(k, extra, smem_limit);
 	bool fits_direct = stages_that_fit(k, 0, smem_limit) >= k->min_stages;
 	char beside[64] = "";
 
@@ -483,6 +518,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	unsigned int smem_limit = PLAN_SMEM_OPTIN_SM90;
 	unsigned int sm_count = SM_COUNT_DEFAULT;
 	const struct kernel_info *k;
+	struct gemm_spec s = *spec; /* with "auto" resolved */
 	struct gemm_plan p;
 	unsigned int stages = 0;
 	int r;
@@ -496,24 +532,25 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	k = pick_kernel(cat, spec, sm_count);
 	if (!k)
 		return no_kernel(cat, spec, err);
-	r = check_alignment(k, spec, err);
+	s.epilogue = pick_epilogue(k, spec, smem_limit);
+	r = check_alignment(k, &s, err);
 	if (r >= 0)
-		r = check_baseline_types(spec, err);
+		r = check_baseline_types(&s, err);
 	if (r >= 0)
-		r = pick_stages(k, spec, smem_limit, &stages, err);
+		r = pick_stages(k, &s, smem_limit, &stages, err);
 	if (r >= 0)
-		r = plan_geometry(k, spec, sm_count, &p, err);
+		r = plan_geometry(k, &s, sm_count, &p, err);
 	if (r >= 0)
-		r = check_memory(spec, dev, err);
+		r = check_memory(&s, dev, err);
 	if (r < 0)
 		return r;
 
 	snprintf(p.kernel, sizeof(p.kernel), "%s", k->name);
 	snprintf(p.cubin, sizeof(p.cubin), "%s", k->cubin);
 	p.stages = stages;
-	p.epilogue = spec->epilogue;
-	p.smem_bytes = k->smem_fixed + stages * k->smem_stage +
-		       epilogue_bytes(k, spec);
+	p.epilogue = s.epilogue;
+	p.smem_bytes =
+		k->smem_fixed + stages * k->smem_stage + epilogue_bytes(k, &s);
 	p.tile = k->tile;
 	*ret = p;
 	return 0;

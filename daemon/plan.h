@@ -48,6 +48,13 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 /* The cuBLASLt workspace of a baseline or cuBLASLt reference run. */
 #define PLAN_CUBLASLT_WORKSPACE (32u << 20)
+/*
+ * Stages when the job leaves them open: the most that fit, up to this
+ * many.  In the 8192^3 design table (docs/perf.md) more stages never
+ * helped: 128x128 tiles fell from 599 TFLOP/s at 4 to 506 at 7, the
+ * multistage kernel from 402 at 4 to 282 at 14.
+ */
+#define PLAN_DEFAULT_STAGES 4u
 /* Launches baseline "cublas" spends picking its algorithm (8 tried). */
 #define PLAN_BASELINE_TRIAL_LAUNCHES 64
 

@@ -42,7 +42,7 @@ void spec_init(struct gemm_spec *spec)
 	spec->cluster_y = 1;
 	spec->raster = GEMM_RASTER_AUTO;
 	spec->swizzle = 0;
-	spec->epilogue = GEMM_EPILOGUE_DIRECT;
+	spec->epilogue = GEMM_EPILOGUE_AUTO;
 	spec->alpha = 1.0;
 	spec->beta = 0.0;
 	spec->warmup = 10;
@@ -385,8 +385,8 @@ static int parse_epilogue(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_epilogue_from_string, "\"direct\", \"tma\"",
-		     &x, err);
+	r = get_enum(v, path, gemm_epilogue_from_string,
+		     "\"auto\", \"direct\", \"tma\"", &x, err);
 	if (r < 0)
 		return r;
 	spec->epilogue = x;

@@ -250,21 +250,50 @@ static void test_epilogue_stages(void)
 	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
 	struct gemm_plan p;
 
-	/* direct: (232448 - 2048) / 32768 = 7 stages */
+	/* direct: (232448 - 2048) / 32768 = 7 stages fit; 4 by default */
 	expect_plan(c,
 		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
-		    "{\"tile\":\"128x128x64\"}}",
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, PLAN_DEFAULT_STAGES);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 32768);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\","
+		    "\"stages\":7}}",
 		    &dev, &p);
 	CHECK_EQ_INT(p.stages, 7);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 7 * 32768);
-	/* tma: (232448 - 2048 - 32768) / 32768 = 6 */
+	/* tma: (232448 - 2048 - 32768) / 32768 = 6 fit */
 	expect_plan(c,
 		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
-		    "{\"tile\":\"128x128x64\",\"epilogue\":\"tma\"}}",
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"tma\","
+		    "\"stages\":6}}",
 		    &dev, &p);
 	CHECK_EQ_INT(p.stages, 6);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 6 * 32768 + 32768);
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	/* auto: tma, since it leaves room for the default 4 stages */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 4);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 32768 + 32768);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	/* auto with 7 stages asked for: only direct stores leave room */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"stages\":7}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+	/* auto with rows of D not 16-byte aligned: direct */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":500,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
 	expect_422(c,
 		   "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
 		   "{\"tile\":\"128x128x64\",\"epilogue\":\"tma\","
@@ -436,7 +465,7 @@ static void test_auto_choice(void)
 	CHECK_EQ_INT(
 		plan(c, "{\"m\":512,\"n\":512,\"k\":512}", &h100, &p, &err), 0);
 	CHECK_STREQ(p.kernel, "k_bf16_128");
-	CHECK_EQ_INT(p.stages, 7);
+	CHECK_EQ_INT(p.stages, PLAN_DEFAULT_STAGES);
 	/* a device with less shared memory gets fewer stages */
 	h100.smem_optin = 120000;
 	CHECK_EQ_INT(

@@ -50,7 +50,7 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.out, GEMM_DTYPE_BF16);
 	CHECK_EQ_INT(s.raster, GEMM_RASTER_AUTO);
 	CHECK_EQ_INT(s.swizzle, 0);
-	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_DIRECT);
+	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_AUTO);
 	CHECK(fabs(s.alpha - 1.0) < 1e-15);
 	CHECK(fabs(s.beta) < 1e-15);
 	CHECK_EQ_INT(s.warmup, 10);
@@ -262,8 +262,7 @@ static void test_family(void)
 	CHECK(fabs(json_number_value(json_object_get(j, "beta"))) < 1e-15);
 	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "auto");
 	CHECK(json_is_null(json_object_get(k, "swizzle")));
-	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")),
-		    "direct");
+	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "auto");
 	json_decref(j);
 }
 
