@@ -23,6 +23,7 @@ struct catalog {
 	struct kernel_info *kernels;
 	size_t n, alloc;
 	size_t bad_notes; /* notes that did not parse, for callers to report */
+	size_t duplicates; /* kernels found in a second cubin */
 };
 
 struct catalog *catalog_new(void)
@@ -47,6 +48,11 @@ size_t catalog_size(const struct catalog *c)
 size_t catalog_bad_notes(const struct catalog *c)
 {
 	return c ? c->bad_notes : 0;
+}
+
+size_t catalog_duplicates(const struct catalog *c)
+{
+	return c ? c->duplicates : 0;
 }
 
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i)
@@ -372,12 +378,48 @@ static bool elf_has_function(const struct elf_view *e, const Elf64_Shdr *symtab,
 	return false;
 }
 
+/* Whether k's cubin is named after it, as this build installs kernels. */
+static bool in_own_cubin(const struct kernel_info *k)
+{
+	size_t n = strlen(k->name);
+
+	return strncmp(k->cubin, k->name, n) == 0 &&
+	       strcmp(k->cubin + n, ".cubin") == 0;
+}
+
+/*
+ * k is already listed from another cubin: a file an older build left
+ * beside the new ones, say, whose kernel would take arguments of another
+ * layout.  The cubin named after the kernel wins; between two that are
+ * not, the first read.  Either way the operator is told.
+ */
+static void keep_one(struct catalog *c, const struct kernel_info *k)
+{
+	struct kernel_info *old = NULL;
+	size_t i;
+
+	for (i = 0; i < c->n && !old; i++)
+		if (strcmp(c->kernels[i].name, k->name) == 0)
+			old = &c->kernels[i];
+	if (!old)
+		return;
+	if (in_own_cubin(k) && !in_own_cubin(old)) {
+		log_warning("kernel %s is in %s and in %s: using %s", k->name,
+			    old->cubin, k->cubin, k->cubin);
+		*old = *k;
+	} else {
+		log_warning("kernel %s is in %s and in %s: using %s", k->name,
+			    old->cubin, k->cubin, old->cubin);
+	}
+	c->duplicates++;
+}
+
 static int read_symtab(struct catalog *c, const struct elf_view *e,
 		       const Elf64_Shdr *symtab, const char *cubin)
 {
 	const Elf64_Sym *syms;
 	size_t i, n;
-	int found = 0;
+	int found = 0, r;
 
 	if (!in_file(e, symtab->sh_offset, symtab->sh_size) ||
 	    symtab->sh_offset % 8)
@@ -403,8 +445,11 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 			c->bad_notes++;
 			continue;
 		}
-		if (catalog_add(c, &k) == 0)
+		r = catalog_add(c, &k);
+		if (r == 0)
 			found++;
+		else if (r == -EEXIST)
+			keep_one(c, &k);
 	}
 	return found;
 }

@@ -50,6 +50,12 @@ struct catalog *catalog_free(struct catalog *c);
 size_t catalog_size(const struct catalog *c);
 /* Notes read so far that did not parse: a build that went wrong. */
 size_t catalog_bad_notes(const struct catalog *c);
+/*
+ * Kernels found again in another cubin (an older install's files left
+ * beside the new ones): the cubin named after the kernel is the one
+ * listed, and each is logged.
+ */
+size_t catalog_duplicates(const struct catalog *c);
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i);
 const struct kernel_info *catalog_find(const struct catalog *c,
 				       const char *name);

@@ -253,11 +253,91 @@ static void test_corrupt(void)
 	catalog_free(c);
 }
 
+/* Copy src to dir/name. */
+static int copy_file(const char *src, const char *dir, const char *name)
+{
+	static unsigned char buf[4 << 20];
+	char dst[4096];
+	ssize_t n;
+	int in, out, r = 0;
+
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	in = open(src, O_RDONLY);
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (in < 0 || out < 0)
+		r = -errno;
+	while (!r && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			r = -EIO;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return r;
+}
+
+/*
+ * An older install's cubin beside the new one, holding the same kernel
+ * (under a name of its own, sorting before and after it): the cubin
+ * named after the kernel is the one listed, whatever the readdir order.
+ */
+static void test_stale_duplicate(void)
+{
+	static const char *const stale[] = { "aa-old.cubin", "zz-old.cubin" };
+	const char *name = "gemmd_cooperative_bf16_tn_128x256x64";
+	char dir[] = "/tmp/gemmd-cat-XXXXXX", src[4096], path[4096];
+	const struct kernel_info *k;
+	struct catalog *c = NULL;
+
+	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_EQ_INT(copy_file(src, dir,
+			       "gemmd_cooperative_bf16_tn_128x256x64.cubin"),
+		     0);
+	for (size_t i = 0; i < 2; i++)
+		CHECK_EQ_INT(copy_file(src, dir, stale[i]), 0);
+	CHECK_EQ_INT(catalog_load(dir, &c), 0);
+	CHECK_EQ_INT(catalog_size(c), 1);
+	CHECK_EQ_INT(catalog_duplicates(c), 2);
+	k = catalog_find(c, name);
+	CHECK(k != NULL);
+	if (k)
+		CHECK_STREQ(k->cubin,
+			    "gemmd_cooperative_bf16_tn_128x256x64.cubin");
+	catalog_free(c);
+	/* in both orders, whatever readdir gave above */
+	for (size_t order = 0; order < 2; order++) {
+		c = catalog_new();
+		for (size_t i = 0; i < 2; i++) {
+			if ((i == 0) == (order == 0))
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 stale[0]);
+			else
+				snprintf(path, sizeof(path), "%s/%s.cubin", dir,
+					 name);
+			CHECK_EQ_INT(catalog_read_cubin(c, path),
+				     i == 0 ? 1 : 0);
+		}
+		k = catalog_find(c, name);
+		CHECK(k &&
+		      strcmp(k->cubin, src + strlen(kernel_dir()) + 1) == 0);
+		catalog_free(c);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, stale[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/%s.cubin", dir, name);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN_TEST(test_note_parse);
 	RUN_TEST(test_note_v2);
 	RUN_TEST(test_real_cubins);
 	RUN_TEST(test_corrupt);
+	RUN_TEST(test_stale_duplicate);
 	return check_exit();
 }
