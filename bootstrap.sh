@@ -14,7 +14,7 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 JOBS=$(nproc 2>/dev/null || echo 2)
 DEPS="build-essential autoconf automake pkg-config libmicrohttpd-dev
 libjansson-dev libsystemd-dev libcurl4-openssl-dev curl python3 systemd
-clang-format"
+clang-format procps"
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -88,17 +88,32 @@ wait_healthy() {
 	return 1
 }
 
+# Stop a gemmd an earlier install started in the background, and wait
+# until its port is free (its workers exit with it).
+stop_background() {
+	as_root pkill -x gemmd || return 0
+	i=0
+	while [ $i -lt 100 ] && pgrep -x gemmd >/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 do_install() {
 	install_deps
 	check_cuda
 	configure_build build --sysconfdir=/etc --localstatedir=/var
 	make -C build -j"$JOBS"
 	as_root make -C build install
+	# An install over a running gemmd (an upgrade) restarts it: the old
+	# one would otherwise keep serving, with the old binary and catalog.
 	if [ -d /run/systemd/system ]; then
 		as_root systemctl daemon-reload
-		as_root systemctl enable --now gemmd.service
+		as_root systemctl enable gemmd.service
+		as_root systemctl restart gemmd.service
 	else
 		# No systemd here (a container): run it in the background.
+		stop_background
 		as_root sh -c 'nohup /usr/local/bin/gemmd >/var/log/gemmd.log 2>&1 &'
 	fi
 	wait_healthy
