@@ -185,6 +185,12 @@ static unsigned int stages_that_fit(const struct kernel_info *k,
 	return (unsigned int)MIN(n, (uint64_t)k->max_stages);
 }
 
+/* The tma epilogue stores rows of D with TMA: 16-byte aligned rows. */
+static bool tma_rows_ok(const struct gemm_spec *spec)
+{
+	return (spec->n * gemm_dtype_size(spec->out)) % ROW_ALIGN == 0;
+}
+
 /* Stages when the job leaves them open, beside extra epilogue bytes. */
 static unsigned int default_stages(const struct kernel_info *k,
 				   unsigned int extra, unsigned int smem_limit)
@@ -203,7 +209,6 @@ static enum gemm_epilogue pick_epilogue(const struct kernel_info *k,
 					const struct gemm_spec *spec,
 					unsigned int smem_limit)
 {
-	unsigned int osize = gemm_dtype_size(spec->out);
 	unsigned int tma = stages_that_fit(k, k->smem_epilogue, smem_limit);
 	unsigned int want;
 
@@ -211,16 +216,16 @@ static enum gemm_epilogue pick_epilogue(const struct kernel_info *k,
 		return spec->epilogue;
 	want = spec->stages ? spec->stages : default_stages(k, 0, smem_limit);
 	if (!(k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_TMA)) ||
-	    (spec->n * osize) % ROW_ALIGN || tma < MAX(want, k->min_stages))
+	    !tma_rows_ok(spec) || tma < MAX(want, k->min_stages))
 		return GEMM_EPILOGUE_DIRECT;
 	return GEMM_EPILOGUE_TMA;
 }
 
 /*
  * Stages the job asked for, or by default the most that fit beside the
- * epilogue's bytes, up to PLAN_DEFAULT_STAGES.  A kernel that does not fit even with its fewest
- * stages is refused on the epilogue when that is what tips it over, on
- * the stages otherwise.
+ * epilogue's bytes, up to PLAN_DEFAULT_STAGES.  A kernel that does not
+ * fit even with its fewest stages is refused on the epilogue when that
+ * is what tips it over, on the stages otherwise.
  */
 static int pick_stages(const struct kernel_info *k,
 		       const struct gemm_spec *spec, unsigned int smem_limit,
@@ -330,8 +335,7 @@ static int check_alignment(const struct kernel_info *k,
 				       "pieces along k (cp.async), so k must "
 				       "be a multiple of 8",
 				       (unsigned long long)spec->k, k->name);
-	if (spec->epilogue == GEMM_EPILOGUE_TMA &&
-	    (spec->n * osize) % ROW_ALIGN)
+	if (spec->epilogue == GEMM_EPILOGUE_TMA && !tma_rows_ok(spec))
 		return gemmd_error_set(
 			err, 422, "unsupported", "kernel.epilogue",
 			"n=%llu: the tma epilogue stores rows of D with TMA, "
