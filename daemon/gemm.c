@@ -9,20 +9,20 @@
 #include "spec.h"
 #include "util.h"
 
-static const char *const dtype_names[_GEMM_DTYPE_MAX] = {
+const char *const gemm_dtype_names[_GEMM_DTYPE_MAX] = {
 	[GEMM_DTYPE_BF16] = "bf16",
 	[GEMM_DTYPE_FP16] = "fp16",
 	[GEMM_DTYPE_FP32] = "fp32",
 };
 
-static const char *const layout_names[_GEMM_LAYOUT_MAX] = {
+const char *const gemm_layout_names[_GEMM_LAYOUT_MAX] = {
 	[GEMM_LAYOUT_TN] = "tn",
 	[GEMM_LAYOUT_NT] = "nt",
 	[GEMM_LAYOUT_NN] = "nn",
 	[GEMM_LAYOUT_TT] = "tt",
 };
 
-static const char *const schedule_names[_GEMM_SCHEDULE_MAX] = {
+const char *const gemm_schedule_names[_GEMM_SCHEDULE_MAX] = {
 	[GEMM_SCHEDULE_WS] = "ws",
 	[GEMM_SCHEDULE_COOPERATIVE] = "cooperative",
 	[GEMM_SCHEDULE_PINGPONG] = "pingpong",
@@ -31,19 +31,19 @@ static const char *const schedule_names[_GEMM_SCHEDULE_MAX] = {
 	[GEMM_SCHEDULE_PIPELINED] = "pipelined",
 };
 
-static const char *const raster_names[_GEMM_RASTER_MAX] = {
+const char *const gemm_raster_names[_GEMM_RASTER_MAX] = {
 	[GEMM_RASTER_AUTO] = "auto",
 	[GEMM_RASTER_ALONG_M] = "along_m",
 	[GEMM_RASTER_ALONG_N] = "along_n",
 };
 
-static const char *const epilogue_names[_GEMM_EPILOGUE_MAX] = {
+const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX] = {
 	[GEMM_EPILOGUE_DIRECT] = "direct",
 	[GEMM_EPILOGUE_TMA] = "tma",
 	[GEMM_EPILOGUE_AUTO] = "auto",
 };
 
-static const char *const init_names[_GEMM_INIT_MAX] = {
+const char *const gemm_init_names[_GEMM_INIT_MAX] = {
 	[GEMM_INIT_NORMAL] = "normal",
 	[GEMM_INIT_UNIFORM] = "uniform",
 	[GEMM_INIT_RANDINT] = "randint",
@@ -62,7 +62,7 @@ const char *const gemm_stop_names[_GEMM_STOP_MAX] = {
 };
 
 /* GEMM_BASELINE_NONE is JSON null, not a name. */
-static const char *const baseline_names[_GEMM_BASELINE_MAX] = {
+const char *const gemm_baseline_names[_GEMM_BASELINE_MAX] = {
 	[GEMM_BASELINE_CUBLAS] = "cublas",
 	[GEMM_BASELINE_CUBLAS_DEFAULT] = "cublas_default",
 };
@@ -79,12 +79,14 @@ const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX] = {
 
 const char *gemm_dtype_to_string(enum gemm_dtype d)
 {
-	return string_table_lookup(dtype_names, ARRAY_SIZE(dtype_names), d);
+	return string_table_lookup(gemm_dtype_names,
+				   ARRAY_SIZE(gemm_dtype_names), d);
 }
 
 int gemm_dtype_from_string(const char *s)
 {
-	return string_table_find(dtype_names, ARRAY_SIZE(dtype_names), s);
+	return string_table_find(gemm_dtype_names, ARRAY_SIZE(gemm_dtype_names),
+				 s);
 }
 
 unsigned int gemm_dtype_size(enum gemm_dtype d)
@@ -103,54 +105,62 @@ unsigned int gemm_dtype_size(enum gemm_dtype d)
 
 const char *gemm_layout_to_string(enum gemm_layout l)
 {
-	return string_table_lookup(layout_names, ARRAY_SIZE(layout_names), l);
+	return string_table_lookup(gemm_layout_names,
+				   ARRAY_SIZE(gemm_layout_names), l);
 }
 
 int gemm_layout_from_string(const char *s)
 {
-	return string_table_find(layout_names, ARRAY_SIZE(layout_names), s);
+	return string_table_find(gemm_layout_names,
+				 ARRAY_SIZE(gemm_layout_names), s);
 }
 
 const char *gemm_schedule_to_string(enum gemm_schedule s)
 {
-	return string_table_lookup(schedule_names, ARRAY_SIZE(schedule_names),
-				   s);
+	return string_table_lookup(gemm_schedule_names,
+				   ARRAY_SIZE(gemm_schedule_names), s);
 }
 
 int gemm_schedule_from_string(const char *s)
 {
-	return string_table_find(schedule_names, ARRAY_SIZE(schedule_names), s);
+	return string_table_find(gemm_schedule_names,
+				 ARRAY_SIZE(gemm_schedule_names), s);
 }
 
 const char *gemm_raster_to_string(enum gemm_raster r)
 {
-	return string_table_lookup(raster_names, ARRAY_SIZE(raster_names), r);
+	return string_table_lookup(gemm_raster_names,
+				   ARRAY_SIZE(gemm_raster_names), r);
 }
 
 int gemm_raster_from_string(const char *s)
 {
-	return string_table_find(raster_names, ARRAY_SIZE(raster_names), s);
+	return string_table_find(gemm_raster_names,
+				 ARRAY_SIZE(gemm_raster_names), s);
 }
 
 const char *gemm_epilogue_to_string(enum gemm_epilogue e)
 {
-	return string_table_lookup(epilogue_names, ARRAY_SIZE(epilogue_names),
-				   e);
+	return string_table_lookup(gemm_epilogue_names,
+				   ARRAY_SIZE(gemm_epilogue_names), e);
 }
 
 int gemm_epilogue_from_string(const char *s)
 {
-	return string_table_find(epilogue_names, ARRAY_SIZE(epilogue_names), s);
+	return string_table_find(gemm_epilogue_names,
+				 ARRAY_SIZE(gemm_epilogue_names), s);
 }
 
 const char *gemm_init_to_string(enum gemm_init i)
 {
-	return string_table_lookup(init_names, ARRAY_SIZE(init_names), i);
+	return string_table_lookup(gemm_init_names, ARRAY_SIZE(gemm_init_names),
+				   i);
 }
 
 int gemm_init_from_string(const char *s)
 {
-	return string_table_find(init_names, ARRAY_SIZE(init_names), s);
+	return string_table_find(gemm_init_names, ARRAY_SIZE(gemm_init_names),
+				 s);
 }
 
 double gemm_flops(const struct gemm_spec *spec)
@@ -161,11 +171,12 @@ double gemm_flops(const struct gemm_spec *spec)
 /* NULL for GEMM_BASELINE_NONE. */
 const char *gemm_baseline_to_string(enum gemm_baseline b)
 {
-	return string_table_lookup(baseline_names, ARRAY_SIZE(baseline_names),
-				   b);
+	return string_table_lookup(gemm_baseline_names,
+				   ARRAY_SIZE(gemm_baseline_names), b);
 }
 
 int gemm_baseline_from_string(const char *s)
 {
-	return string_table_find(baseline_names, ARRAY_SIZE(baseline_names), s);
+	return string_table_find(gemm_baseline_names,
+				 ARRAY_SIZE(gemm_baseline_names), s);
 }

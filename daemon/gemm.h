@@ -340,6 +340,14 @@ struct gemm_result {
 };
 
 /* Names as the API spells them, indexed by the enums. */
+extern const char *const gemm_dtype_names[_GEMM_DTYPE_MAX];
+extern const char *const gemm_layout_names[_GEMM_LAYOUT_MAX];
+extern const char *const gemm_schedule_names[_GEMM_SCHEDULE_MAX];
+extern const char *const gemm_raster_names[_GEMM_RASTER_MAX];
+extern const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX];
+extern const char *const gemm_init_names[_GEMM_INIT_MAX];
+/* GEMM_BASELINE_NONE has no name: it is JSON null. */
+extern const char *const gemm_baseline_names[_GEMM_BASELINE_MAX];
 extern const char *const gemm_timing_mode_names[_GEMM_TIMING_MAX];
 extern const char *const gemm_stop_names[_GEMM_STOP_MAX];
 extern const char *const gemm_baseline_mode_names[_GEMM_BASELINE_MODE_MAX];

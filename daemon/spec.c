@@ -123,22 +123,46 @@ static int get_bool(json_t *v, const char *path, bool *ret,
 }
 
 /* An enum spelt as a string; "allowed" lists the values for the message. */
-static int get_enum(json_t *v, const char *path,
-		    int (*from_string)(const char *), const char *allowed,
-		    int *ret, struct gemmd_error *err)
+/* "\"a\", \"b\"": the names of table[0..n), for messages. */
+static void names_list(const char *const *table, size_t n, char *buf,
+		       size_t len)
 {
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++) {
+		if (!table[i])
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s\"%s\"",
+					 used ? ", " : "", table[i]);
+	}
+}
+
+/*
+ * A string naming one of table[0..n) (indexed by its enum): the index.
+ * An unknown name is refused with the names allowed, from the table.
+ */
+static int get_enum(json_t *v, const char *path, const char *const *table,
+		    size_t n, int *ret, struct gemmd_error *err)
+{
+	char allowed[256];
 	int r;
 
 	if (!json_is_string(v))
 		return bad_type(err, path, "a string");
-	r = from_string(json_string_value(v));
-	if (r < 0)
+	r = string_table_find(table, n, json_string_value(v));
+	if (r < 0) {
+		names_list(table, n, allowed, sizeof(allowed));
 		return gemmd_error_set(err, 400, "invalid_value", path,
 				       "'%s' is \"%s\"; expected one of %s",
 				       path, json_string_value(v), allowed);
+	}
 	*ret = r;
 	return 0;
 }
+
+#define GET_ENUM(v, path, table, ret, err) \
+	get_enum(v, path, table, ARRAY_SIZE(table), ret, err)
 
 static int parse_dim(json_t *v, const char *path, uint64_t *ret,
 		     struct gemmd_error *err)
@@ -176,16 +200,17 @@ static int parse_dtype(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_dtype_from_string, "\"bf16\", \"fp16\"", &x,
-		     err);
-	if (r < 0)
-		return r;
-	if (x == GEMM_DTYPE_FP32)
+	/* The input types are the names before fp32. */
+	if (json_is_string(v) && strcmp(json_string_value(v),
+					gemm_dtype_names[GEMM_DTYPE_FP32]) == 0)
 		return gemmd_error_set(err, 400, "invalid_value", path,
 				       "'%s' is \"fp32\": fp32 is an output "
 				       "type only (out_dtype); inputs are "
 				       "\"bf16\" or \"fp16\"",
 				       path);
+	r = get_enum(v, path, gemm_dtype_names, GEMM_DTYPE_FP32, &x, err);
+	if (r < 0)
+		return r;
 	spec->dtype = x;
 	return 0;
 }
@@ -195,8 +220,7 @@ static int parse_out_dtype(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_dtype_from_string,
-		     "\"bf16\", \"fp16\", \"fp32\"", &x, err);
+	r = GET_ENUM(v, path, gemm_dtype_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->out = x;
@@ -208,8 +232,7 @@ static int parse_layout(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_layout_from_string,
-		     "\"tn\", \"nt\", \"nn\", \"tt\"", &x, err);
+	r = GET_ENUM(v, path, gemm_layout_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->layout = x;
@@ -221,10 +244,7 @@ static int parse_schedule(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_schedule_from_string,
-		     "\"ws\", \"cooperative\", \"pingpong\", "
-		     "\"interleaved\", \"multistage\", \"pipelined\"",
-		     &x, err);
+	r = GET_ENUM(v, path, gemm_schedule_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->schedule = x;
@@ -350,8 +370,7 @@ static int parse_raster(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_raster_from_string,
-		     "\"auto\", \"along_m\", \"along_n\"", &x, err);
+	r = GET_ENUM(v, path, gemm_raster_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->raster = x;
@@ -385,8 +404,7 @@ static int parse_epilogue(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_epilogue_from_string,
-		     "\"auto\", \"direct\", \"tma\"", &x, err);
+	r = GET_ENUM(v, path, gemm_epilogue_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->epilogue = x;
@@ -425,19 +443,12 @@ static int parse_iterations(json_t *v, const char *path, struct gemm_spec *spec,
 			err);
 }
 
-static int timing_mode_from_string(const char *s)
-{
-	return string_table_find(gemm_timing_mode_names,
-				 ARRAY_SIZE(gemm_timing_mode_names), s);
-}
-
 static int parse_mode(json_t *v, const char *path, struct gemm_spec *spec,
 		      struct gemmd_error *err)
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, timing_mode_from_string, "\"cold\", \"hot\"", &x,
-		     err);
+	r = GET_ENUM(v, path, gemm_timing_mode_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->timing_mode = x;
@@ -475,19 +486,12 @@ static int parse_cooldown(json_t *v, const char *path, struct gemm_spec *spec,
 			err);
 }
 
-static int baseline_order_from_string(const char *s)
-{
-	return string_table_find(gemm_baseline_order_names,
-				 ARRAY_SIZE(gemm_baseline_order_names), s);
-}
-
 static int parse_baseline_order(json_t *v, const char *path,
 				struct gemm_spec *spec, struct gemmd_error *err)
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, baseline_order_from_string,
-		     "\"separate\", \"interleaved\"", &x, err);
+	r = GET_ENUM(v, path, gemm_baseline_order_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->baseline_order = x;
@@ -531,8 +535,7 @@ static int parse_init(json_t *v, const char *path, struct gemm_spec *spec,
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, gemm_init_from_string,
-		     "\"normal\", \"uniform\", \"randint\"", &x, err);
+	r = GET_ENUM(v, path, gemm_init_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->init = x;
@@ -551,19 +554,12 @@ static int parse_seed(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
-static int reference_from_string(const char *s)
-{
-	return string_table_find(reference_names, ARRAY_SIZE(reference_names),
-				 s);
-}
-
 static int parse_reference(json_t *v, const char *path, struct gemm_spec *spec,
 			   struct gemmd_error *err)
 {
 	int x = 0, r;
 
-	r = get_enum(v, path, reference_from_string, "\"device\", \"cublas\"",
-		     &x, err);
+	r = GET_ENUM(v, path, reference_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->reference = x;
@@ -611,8 +607,7 @@ static int parse_baseline(json_t *v, const char *path, struct gemm_spec *spec,
 		spec->baseline = GEMM_BASELINE_NONE;
 		return 0;
 	}
-	r = get_enum(v, path, gemm_baseline_from_string,
-		     "null, \"cublas\", \"cublas_default\"", &x, err);
+	r = GET_ENUM(v, path, gemm_baseline_names, &x, err);
 	if (r < 0)
 		return r;
 	spec->baseline = x;
