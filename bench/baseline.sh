@@ -33,6 +33,7 @@ order=${GEMMD_BASELINE_ORDER:-separate}
 
 : >"$bench_tmp/rows"
 : >"$bench_tmp/kernels"
+: >"$bench_tmp/algo"
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for _ in $(seq "$rounds"); do
@@ -43,31 +44,19 @@ j = json.load(sys.stdin)
 if j.get("state") != "done":
     sys.exit("gemmd job %s: %s" % (j.get("state"), j.get("reason") or j))
 b = j["result"]["baseline"]
-print(b["timing"]["median_us"], b["algo_id"], b["mode"], b["heuristics_tried"])')
+print(b["timing"]["median_us"], b["algo_id"], b["mode"], b["heuristics_tried"])
+print(sys.argv[1], "gemmd:", b.get("algo"), file=open(sys.argv[2], "a"))' "$size" "$bench_tmp/algo")
 		sleep "$pause"
-		t=$(python3 -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import os
-import torch
-from cublas import bench
-if os.environ.get("GEMMD_TORCH_BLAS"):
-    torch.backends.cuda.preferred_blas_library(os.environ["GEMMD_TORCH_BLAS"])
-m, n, k = (int(x) for x in sys.argv[2:5])
-print(bench(m, n, k, torch.bfloat16, warmup=20, iters=100)["median_us"])' "$here" "$m" "$n" "$k")
+		t=$(python3 "$here/cublas.py" --warmup 20 --iters 100 bf16 "$size" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["median_us"])')
 		echo "$size $g $t" >>"$bench_tmp/rows"
 	done
-	# Which kernel each ran: cuBLASLt's configuration, torch's profiler.
-	echo "$size gemmd: $(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"iterations\":1},\"verify\":{\"enabled\":false}}" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["baseline"].get("algo"))')" >>"$bench_tmp/kernels"
-	echo "$size torch: $(python3 -c 'import sys
-sys.path.insert(0, sys.argv[1])
-import os
-import torch
-from cublas import kernel_names
-if os.environ.get("GEMMD_TORCH_BLAS"):
-    torch.backends.cuda.preferred_blas_library(os.environ["GEMMD_TORCH_BLAS"])
-m, n, k = (int(x) for x in sys.argv[2:5])
-print(kernel_names(m, n, k, torch.bfloat16))' "$here" "$m" "$n" "$k")" >>"$bench_tmp/kernels"
+	# Which kernel each ran: cuBLASLt's configuration (as the first
+	# round's job gave it), torch's profiler.
+	head -n 1 "$bench_tmp/algo" >>"$bench_tmp/kernels"
+	: >"$bench_tmp/algo"
+	echo "$size torch: $(python3 "$here/cublas.py" --kernels bf16 "$size" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["kernels"])')" >>"$bench_tmp/kernels"
 done
 cat "$bench_tmp/kernels"
 python3 - "$bench_tmp/rows" "$baseline" "$order" "$pause" <<'PY'

@@ -9,6 +9,7 @@ the GPU never waits for Python: with a synchronize after each pair, the
 time torch takes to dispatch the next matmul lands between its start
 event and the kernel (about 20 us, 12 % of a 4096^3 GEMM on an H200).
 The output is preallocated for the same reason."""
+import argparse
 import json
 import os
 import sys
@@ -53,14 +54,28 @@ def kernel_names(m, n, k, dtype):
 
 
 def main():
+    """cublas.py [--warmup N] [--iters N] [--kernels] DTYPE SIZE...: a
+    JSON line per size, its timing or (--kernels) the kernels it runs."""
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--kernels", action="store_true")
+    p.add_argument("dtype", choices=("bf16", "fp16"))
+    p.add_argument("sizes", nargs="+")
+    args = p.parse_args()
     # GEMMD_TORCH_BLAS=cublaslt: torch's own cuBLASLt path instead of cuBLAS.
     lib = os.environ.get("GEMMD_TORCH_BLAS")
     if lib:
         torch.backends.cuda.preferred_blas_library(lib)
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[sys.argv[1]]
-    for size in sys.argv[2:]:
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    for size in args.sizes:
         m, n, k = (int(x) for x in size.split("x"))
-        print(json.dumps(bench(m, n, k, dt)), flush=True)
+        if args.kernels:
+            out = {"m": m, "n": n, "k": k,
+                   "kernels": kernel_names(m, n, k, dt)}
+        else:
+            out = bench(m, n, k, dt, warmup=args.warmup, iters=args.iters)
+        print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
