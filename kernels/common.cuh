@@ -356,6 +356,21 @@ GEMMD_DEV void named_bar_sync(uint32_t id, uint32_t count)
 	asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+/*
+ * Four 8x8 matrices of 16-bit elements from registers to shared memory:
+ * lane l gives the address of row l % 8 of matrix l / 8, and register i
+ * of lane l holds row l / 4, columns 2 * (l % 4) + {0, 1} of matrix i -
+ * the layout of an 8-column block of a wgmma accumulator.
+ */
+GEMMD_DEV void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
+			   uint32_t r3)
+{
+	asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], "
+		     "{%1, %2, %3, %4};" ::"r"(addr),
+		     "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+		     : "memory");
+}
+
 /* Generic-proxy smem writes before async-proxy reads (TMA store, wgmma). */
 GEMMD_DEV void fence_proxy_async_smem(void)
 {

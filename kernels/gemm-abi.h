@@ -33,12 +33,14 @@
 #define GEMMD_WS_THREADS 384
 /*
  * Shared memory the TMA-store epilogue adds after the stage ring: per
- * consumer warpgroup two staging buffers of 64 rows x 128 B (whatever the
+ * consumer warp two staging buffers of 16 rows x 128 B (whatever the
  * output type: 64 16-bit or 32 fp32 columns), so that one buffer is
- * written while the TMA store of the other is still reading it.
+ * written while the TMA store of the other is still reading it.  Each
+ * warp stores its own rows: a box of D is GEMMD_EPI_BOX_ROWS rows.
  */
-#define GEMMD_EPI_BUF_BYTES 8192
-#define GEMMD_SMEM_EPILOGUE (2 * 2 * GEMMD_EPI_BUF_BYTES)
+#define GEMMD_EPI_BOX_ROWS 16
+#define GEMMD_EPI_BUF_BYTES (GEMMD_EPI_BOX_ROWS * 128)
+#define GEMMD_SMEM_EPILOGUE (2 * 4 * 2 * GEMMD_EPI_BUF_BYTES)
 /* bf16 and fp16 NaN pattern that no conversion produces: "not written". */
 #define GEMMD_POISON_U16 0xffffu
 /* The same for fp32 outputs. */

@@ -462,13 +462,98 @@ store_direct(const gemm_args &args, const float (&acc)[Cfg::mi][Cfg::n_acc],
 	}
 }
 
+/* Byte offset of 16-byte unit u of row r in a 128B-swizzled buffer. */
+__device__ __forceinline__ uint32_t swizzle128(uint32_t r, uint32_t u)
+{
+	return r * 128 + ((u ^ (r & 7)) << 4);
+}
+
 /*
- * Through shared memory: for each 64-row slice and each 128-byte column
- * chunk (64 16-bit or 32 fp32 columns), the warpgroup writes the chunk
- * into one of its two staging buffers with the 128B swizzle of tma_d, and
- * one thread stores it with TMA (which also clips the edges of D).  A
- * buffer is rewritten only once the store issued from it two chunks ago
- * has finished reading it.
+ * One warp's 16 rows of a 64-column chunk of 16-bit D, beta 0: the
+ * accumulators of column block j (rows r and r + 8 of the warp) are two
+ * 8x8 matrices as stmatrix takes them, so four instructions write the
+ * chunk, each two column blocks.
+ */
+template <typename Cfg, typename O>
+__device__ __forceinline__ void stage_packed(const float (&a)[Cfg::n_acc],
+					     uint32_t ch, float alpha,
+					     uint32_t buf, uint32_t lane)
+{
+	/* Lane l addresses row l % 8 of matrix l / 8: block 2q + m / 2. */
+	const uint32_t m = lane / 8;
+	const uint32_t r = 8 * (m & 1) + lane % 8;
+
+#pragma unroll
+	for (uint32_t q = 0; q < 4; q++) {
+		const uint32_t b = ch * 32 + 8 * q;
+
+		stmatrix_x4(buf + swizzle128(r, 2 * q + m / 2),
+			    gemmd_type<O>::pack2(alpha * a[b],
+						 alpha * a[b + 1]),
+			    gemmd_type<O>::pack2(alpha * a[b + 2],
+						 alpha * a[b + 3]),
+			    gemmd_type<O>::pack2(alpha * a[b + 4],
+						 alpha * a[b + 5]),
+			    gemmd_type<O>::pack2(alpha * a[b + 6],
+						 alpha * a[b + 7]));
+	}
+}
+
+/*
+ * The same for any output type and beta: element by element, with
+ * alpha * acc + beta * C for the elements inside D.  grow and gcol are
+ * the global coordinates of the warp's first row and the chunk's first
+ * column.
+ */
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
+	      uint32_t buf, uint32_t lane, uint32_t grow, uint32_t gcol)
+{
+	constexpr uint32_t regs = 128 / sizeof(O) / 8 * 4; /* per chunk */
+	const bool beta = args.beta != 0.0f;
+
+#pragma unroll
+	for (uint32_t q = 0; q < regs; q += 2) {
+		const uint32_t j = q / 4, h = (q / 2) % 2;
+		const uint32_t r = lane / 4 + 8 * h;
+		const uint32_t cc = 8 * j + 2 * (lane % 4);
+		const uint32_t byte = cc * sizeof(O);
+		const uint32_t addr =
+			buf + swizzle128(r, byte >> 4) + (byte & 15);
+		const uint32_t gr = grow + r, gc = gcol + cc;
+		float v0 = args.alpha * a[ch * regs + q];
+		float v1 = args.alpha * a[ch * regs + q + 1];
+
+		if (beta && gr < args.m && gc < args.n) {
+			const O *cp = reinterpret_cast<const O *>(args.c) +
+				      static_cast<uint64_t>(gr) * args.ldd + gc;
+
+			v0 += args.beta * load_c<O>(cp);
+			if (gc + 1 < args.n)
+				v1 += args.beta * load_c<O>(cp + 1);
+		}
+		if constexpr (sizeof(O) == 4)
+			asm volatile(
+				"st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr),
+				"f"(v0), "f"(v1)
+				: "memory");
+		else
+			asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr),
+				     "r"(gemmd_type<O>::pack2(v0, v1))
+				     : "memory");
+	}
+}
+
+/*
+ * Through shared memory, warp by warp: each warp of the consumer owns
+ * rows [16w, 16w + 16) of every 64-row slice, so it stages and stores
+ * them alone, with no barrier across the warpgroup.  For each 128-byte
+ * column chunk (64 16-bit or 32 fp32 columns) the warp writes its 16
+ * rows into one of its two staging buffers with the 128B swizzle of
+ * tma_d, and lane 0 stores them with TMA (which also clips the edges of
+ * D).  A buffer is rewritten only once the store issued from it two
+ * chunks ago has finished reading it.
  */
 template <typename Cfg, typename O>
 __device__ __forceinline__ void
@@ -477,13 +562,15 @@ store_tma(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
 	  uint32_t tid, uint32_t wg, uint32_t &buf_seq)
 {
 	constexpr uint32_t cols = 128 / sizeof(O); /* per chunk */
-	constexpr uint32_t regs = cols / 8 * 4; /* accumulators per chunk */
 	const uint32_t warp = tid / 32, lane = tid % 32;
-	const uint32_t bufs = c.staging + wg * 2 * GEMMD_EPI_BUF_BYTES;
-	const bool beta = args.beta != 0.0f;
+	const uint32_t bufs =
+		c.staging + (4 * wg + warp) * 2 * GEMMD_EPI_BUF_BYTES;
+	const bool packed = sizeof(O) == 2 && args.beta == 0.0f;
 
 #pragma unroll
 	for (int i = 0; i < Cfg::mi; i++) {
+		const uint32_t grow = row0 + 64 * i + GEMMD_EPI_BOX_ROWS * warp;
+
 		/* Unrolled: acc must be indexed with constants only. */
 #pragma unroll
 		for (uint32_t ch = 0; ch < Cfg::bn / cols; ch++) {
@@ -491,55 +578,26 @@ store_tma(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
 				bufs + (buf_seq & 1) * GEMMD_EPI_BUF_BYTES;
 			const uint32_t col = col0 + ch * cols;
 
-			if (tid == 0)
+			if (lane == 0)
 				bulk_wait_read<1>();
-			named_bar_sync(1 + wg, 128);
-#pragma unroll
-			for (uint32_t q = 0; q < regs; q += 2) {
-				const uint32_t j = q / 4, h = (q / 2) % 2;
-				const uint32_t r = warp * 16 + lane / 4 + 8 * h;
-				const uint32_t cc = 8 * j + 2 * (lane % 4);
-				const uint32_t byte = cc * sizeof(O);
-				const uint32_t addr =
-					buf + r * 128 +
-					((((byte >> 4) ^ (r & 7)) << 4) |
-					 (byte & 15));
-				const uint32_t gr = row0 + 64 * i + r;
-				const uint32_t gc = col + cc;
-				float v0 = args.alpha * acc[i][ch * regs + q];
-				float v1 =
-					args.alpha * acc[i][ch * regs + q + 1];
-
-				if (beta && gr < args.m && gc < args.n) {
-					const O *cp =
-						reinterpret_cast<const O *>(
-							args.c) +
-						static_cast<uint64_t>(gr) *
-							args.ldd +
-						gc;
-
-					v0 += args.beta * load_c<O>(cp);
-					if (gc + 1 < args.n)
-						v1 += args.beta *
-						      load_c<O>(cp + 1);
-				}
-				if constexpr (sizeof(O) == 4)
-					asm volatile("st.shared.v2.f32 [%0], "
-						     "{%1, %2};" ::"r"(addr),
-						     "f"(v0), "f"(v1)
-						     : "memory");
+			__syncwarp();
+			if constexpr (sizeof(O) == 2) {
+				if (packed)
+					stage_packed<Cfg, O>(acc[i], ch,
+							     args.alpha, buf,
+							     lane);
 				else
-					asm volatile(
-						"st.shared.b32 [%0], %1;" ::"r"(
-							addr),
-						"r"(gemmd_type<O>::pack2(v0,
-									 v1))
-						: "memory");
+					stage_general<Cfg, O>(args, acc[i], ch,
+							      buf, lane, grow,
+							      col);
+			} else {
+				stage_general<Cfg, O>(args, acc[i], ch, buf,
+						      lane, grow, col);
 			}
 			fence_proxy_async_smem();
-			named_bar_sync(1 + wg, 128);
-			if (tid == 0) {
-				tma_store_2d(tma_d, col, row0 + 64 * i, buf);
+			__syncwarp();
+			if (lane == 0) {
+				tma_store_2d(tma_d, col, grow, buf);
 				bulk_commit();
 			}
 			buf_seq++;
@@ -612,7 +670,7 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 				      tm * Cfg::bm + wg * Cfg::wg_rows,
 				      tn * Cfg::bn, tid, wg, buf_seq);
 	}
-	if (tid == 0)
+	if (lane == 0)
 		bulk_wait<0>();
 }
 
@@ -682,7 +740,7 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		order_arrive(c, 1, wg, tid);
 		order_phase ^= 1;
 	}
-	if (tid == 0)
+	if (lane == 0)
 		bulk_wait<0>();
 }
 

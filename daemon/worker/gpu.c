@@ -679,7 +679,7 @@ struct gpu *gpu_close(struct gpu *g)
 
 /* ---- one run ------------------------------------------------------------- */
 
-/* Rows of a TMA box along an MN-major operand's k, and of a tma_d box. */
+/* Rows of a TMA box along an MN-major operand's k. */
 #define TMA_BOX_64 64u
 /* The 128B swizzle: a box row is exactly this many bytes. */
 #define TMA_SWIZZLE_BYTES 128u
@@ -1125,7 +1125,7 @@ static int run_operand_map(struct run *r, CUtensorMap *map, CUdeviceptr p,
 /*
  * The kernel's tensor maps; those it does not use stay zero (they are
  * still passed).  tma_d, for the tma epilogue: D as n x m rows, boxes of
- * one 128-byte row (64 16-bit or 32 fp32 columns) by 64 rows.
+ * one 128-byte row (64 16-bit or 32 fp32 columns) by one warp's rows.
  */
 static int run_maps(struct run *r)
 {
@@ -1143,8 +1143,8 @@ static int run_maps(struct run *r)
 				    "tensor map of B");
 	if (!e && p->epilogue == GEMM_EPILOGUE_TMA)
 		e = run_tensor_map(r, &r->tma_d, s->out, r->d, s->n, s->m,
-				   TMA_SWIZZLE_BYTES / r->out_size, TMA_BOX_64,
-				   "tensor map of D");
+				   TMA_SWIZZLE_BYTES / r->out_size,
+				   GEMMD_EPI_BOX_ROWS, "tensor map of D");
 	return e;
 }
 
