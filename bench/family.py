@@ -10,7 +10,7 @@ design: at one size, every schedule and tile over its stage counts (cluster
 shapes and the TMA epilogue, so a reader sees what each design buys.
 shapes: per shape and dtype, a search over the family (schedule, tile,
 cluster, epilogue at the default stages), then over the winner's
-raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
+deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
 job, on the same inputs, the fastest of its top heuristics) in ROUNDS
 jobs, the first verified with normal inputs; the table gives the
 medians over the rounds and the range of the per-round ratios.
@@ -38,35 +38,60 @@ TIMING = {"warmup": 5, "min_samples": 10, "min_time_ms": 20,
           "max_time_ms": 300, "max_noise": 0.01}
 # The shape search only ranks candidates: a shorter budget per job.
 SEARCH = dict(TIMING, max_time_ms=100)
-# The winners of the shapes search of 2026-11-22 (docs/perf.md):
-# schedule, tile, extra kernel fields.
-C21 = {"cluster": [2, 1], "epilogue": "tma"}
+# The winners of the shapes search of 2026-11-22, session 4 (docs/perf.md):
+# schedule, tile, extra kernel fields (no epilogue: the planner's "auto").
 BEST = {
     "bf16": {
-        "8192x8192x8192": ("cooperative", "128x256x64", C21),
-        "4096x4096x4096": ("cooperative", "128x256x64", {"epilogue": "tma"}),
-        "2048x2048x2048": ("cooperative", "128x256x64", {"epilogue": "tma"}),
-        "1024x1024x1024": ("pingpong", "64x128x64", {"epilogue": "tma"}),
-        "16384x16384x4096": ("cooperative", "128x256x64", C21),
-        "8192x8192x1024": ("pingpong", "128x128x64", C21),
-        "4096x14336x4096": ("cooperative", "128x256x64", C21),
-        "14336x4096x4096": ("cooperative", "128x256x64", C21),
-        "8192x1024x8192": ("cooperative", "128x256x64", {"epilogue": "tma"}),
-        "512x8192x8192": ("ws", "128x256x64", C21),
-        "128x8192x8192": ("pingpong", "64x128x64", {"cluster": [2, 1]}),
+        "8192x8192x8192": ("cooperative", "128x256x64",
+            {"cluster": [2, 1]}),
+        "4096x4096x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+        "2048x2048x2048": ("cooperative", "128x256x64",
+            {}),
+        "1024x1024x1024": ("pingpong", "64x128x64",
+            {"raster": "along_m", "swizzle": 1}),
+        "16384x16384x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
+        "8192x8192x1024": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
+        "4096x14336x4096": ("cooperative", "256x128x64",
+            {"cluster": [1, 2], "raster": "along_n", "swizzle": 8}),
+        "14336x4096x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+        "8192x1024x8192": ("cooperative", "128x256x64",
+            {"cluster": [1, 2], "raster": "along_m", "swizzle": 8}),
+        "512x8192x8192": ("ws", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+        # The search's winner ran at the default 4 stages; a deeper
+        # ring measured 349 against 283 TFLOP/s (docs/perf.md).
+        "128x8192x8192": ("pingpong", "64x128x64",
+            {"cluster": [2, 1], "stages": 9}),
     },
     "fp16": {
-        "8192x8192x8192": ("cooperative", "128x256x64", C21),
-        "4096x4096x4096": ("cooperative", "128x256x64", C21),
-        "2048x2048x2048": ("cooperative", "128x256x64", {"epilogue": "tma"}),
-        "1024x1024x1024": ("pingpong", "64x128x64", {"epilogue": "tma"}),
-        "16384x16384x4096": ("cooperative", "128x256x64", C21),
-        "8192x8192x1024": ("pingpong", "128x128x64", {"epilogue": "tma"}),
-        "4096x14336x4096": ("cooperative", "128x256x64", C21),
-        "14336x4096x4096": ("cooperative", "128x256x64", C21),
-        "8192x1024x8192": ("cooperative", "128x256x64", C21),
-        "512x8192x8192": ("cooperative", "128x256x64", C21),
-        "128x8192x8192": ("pingpong", "64x128x64", {"cluster": [2, 1]}),
+        "8192x8192x8192": ("cooperative", "256x128x64",
+            {"cluster": [1, 2], "raster": "along_m", "swizzle": 8}),
+        "4096x4096x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1]}),
+        "2048x2048x2048": ("cooperative", "128x256x64",
+            {}),
+        "1024x1024x1024": ("pingpong", "64x128x64",
+            {"raster": "along_m", "swizzle": 4}),
+        "16384x16384x4096": ("ws", "128x256x64",
+            {"cluster": [2, 1]}),
+        "8192x8192x1024": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 1}),
+        "4096x14336x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
+        "14336x4096x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+        "8192x1024x8192": ("cooperative", "128x256x64",
+            {"cluster": [1, 2], "raster": "along_n", "swizzle": 1}),
+        "512x8192x8192": ("ws", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 4}),
+        # The search's winner ran at the default 4 stages; a deeper
+        # ring measured 349 against 283 TFLOP/s (docs/perf.md).
+        "128x8192x8192": ("pingpong", "64x128x64",
+            {"cluster": [2, 1], "stages": 9}),
     },
 }
 # The winner and cuBLAS are timed this many times, one job each, and the
@@ -126,7 +151,7 @@ def desc(kern, extra):
         order = " %s/%d" % (extra["raster"], extra["swizzle"])
     return "%s %s s%s c%dx%d %s%s" % (
         kern["schedule"], tile_str(kern), extra.get("stages", "def"),
-        c[0], c[1], extra.get("epilogue", "direct"), order)
+        c[0], c[1], extra.get("epilogue", "auto"), order)
 
 
 def design(url, args):
@@ -137,7 +162,7 @@ def design(url, args):
     for kern in family:
         best = None
         for s in range(kern["min_stages"], kern["max_stages"] + 1):
-            extra = {"stages": s}
+            extra = {"stages": s, "epilogue": "direct"}
             r = run(url, m, n, k, args.dtype, kern, extra)
             rows.append((desc(kern, extra), r))
             if r["state"] == "done" and (not best or
@@ -166,17 +191,17 @@ def design(url, args):
 
 
 def candidates(kern):
-    """The configurations tried per kernel in the shape search."""
-    out = [{}]
+    """The configurations tried per kernel in the shape search: the
+    planner's epilogue ("auto": tma where the kernel has it) and, where
+    that is tma, direct stores too, each without a cluster and with 2x1
+    and 1x2 where the kernel takes them."""
     cmax = kern.get("cluster_max", 1)
-    for c in ([2, 1], [1, 2]):
-        if c[0] * c[1] <= cmax:
-            out.append({"cluster": c})
+    clusters = [{}] + [{"cluster": c} for c in ([2, 1], [1, 2])
+                       if c[0] * c[1] <= cmax]
+    epilogues = [{}]
     if "tma" in kern.get("epilogues", []):
-        out.append({"epilogue": "tma"})
-        if cmax >= 2:
-            out.append({"epilogue": "tma", "cluster": [2, 1]})
-    return out
+        epilogues.append({"epilogue": "direct"})
+    return [dict(e, **c) for e in epilogues for c in clusters]
 
 
 def merge_rounds(rounds):
@@ -268,6 +293,15 @@ def shapes(url, args):
             if not best:
                 table.append((shape, dtype, "none", None))
                 continue
+            # Deeper rings than the default (at most 4): small and skinny
+            # problems, one or two tiles per CTA, want more.
+            for st in sorted({6, best[0]["max_stages"]}):
+                if st <= 4 or st > best[0]["max_stages"]:
+                    continue
+                extra = dict(best[1], stages=st)
+                r = run(url, m, n, k, dtype, best[0], extra, timing=SEARCH)
+                if r["state"] == "done" and r["tflops"] > best[2]["tflops"]:
+                    best = (best[0], extra, r)
             # The winner's work order: raster and swizzle.
             for raster in ("along_m", "along_n"):
                 for sw in (1, 4, 8):
