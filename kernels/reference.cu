@@ -292,7 +292,7 @@ __device__ __forceinline__ void cmp_bad(cmp_local &c, const gemm_cmp_args &a,
 }
 
 /*
- * Tolerances (chosen by the host, run_tolerance() in gpu.c, documented
+ * Tolerances (chosen by the host, run_tolerance() in verify.c, documented
  * here because this is where they are applied):
  *  - exact (randint inputs, integer alpha and beta, every value below
  *    2^24): every product, partial sum and epilogue step is an integer

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: MIT
+/*
+ * verify.c - verification: the first launch of the kernel under test,
+ * on a poisoned D, compared on the GPU with an fp32 reference (the
+ * reference kernel of reference.cubin, or cuBLASLt) within the job's
+ * tolerance; the first mismatches are read back and the first one traced
+ * to its k-tile and stage (diagnose.c).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cublaslt.h"
+#include "diagnose.h"
+#include "gemm-abi.h"
+#include "inputs.h"
+#include "run.h"
+#include "util.h"
+#include "verify.h"
+
+static double bf16_to_double(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+static double fp16_to_double(uint16_t h)
+{
+	const int exp = (h >> 10) & 0x1f;
+	const int man = h & 0x3ff;
+	const double sign = (h & 0x8000) ? -1.0 : 1.0;
+
+	if (exp == 0x1f)
+		return man ? NAN : sign * INFINITY;
+	if (exp == 0)
+		return sign * ldexp(man, -24);
+	return sign * ldexp(man + 1024, exp - 25);
+}
+
+/* An element of D as read back, in its output type. */
+static double out_to_double(enum gemm_dtype t, const void *p)
+{
+	uint16_t h;
+	float f;
+
+	switch (t) {
+	case GEMM_DTYPE_BF16:
+		memcpy(&h, p, sizeof(h));
+		return bf16_to_double(h);
+	case GEMM_DTYPE_FP16:
+		memcpy(&h, p, sizeof(h));
+		return fp16_to_double(h);
+	case GEMM_DTYPE_FP32:
+	case _GEMM_DTYPE_MAX:
+	default:
+		memcpy(&f, p, sizeof(f));
+		return f;
+	}
+}
+
+/*
+ * The operands' element strides in the job's layout (see struct
+ * gemm_ref_args): A[m][k] = a[m * a_sm + k * a_sk], B[k][n] = b[k * b_sk
+ * + n * b_sn].
+ */
+static void run_strides(const struct run *r, struct gemm_ref_args *ref)
+{
+	const struct gemm_spec *s = r->spec;
+	const uint32_t m = (uint32_t)s->m, n = (uint32_t)s->n;
+	const uint32_t k = (uint32_t)s->k;
+
+	ref->a_sm = layout_a_kmajor(s->layout) ? k : 1;
+	ref->a_sk = layout_a_kmajor(s->layout) ? 1 : m;
+	ref->b_sk = layout_b_kmajor(s->layout) ? 1 : n;
+	ref->b_sn = layout_b_kmajor(s->layout) ? k : 1;
+}
+
+/*
+ * The k inputs of one output element on one side, as floats: elements
+ * first, first + stride, ... of an input matrix (a row of A or a column
+ * of B; stride 1 when the operand is K-major).
+ */
+static int read_k_vector(struct run *r, CUdeviceptr base, uint64_t first,
+			 uint64_t stride, float *out)
+{
+	const uint64_t k = r->spec->k;
+	uint16_t *h = malloc(k * sizeof(*h));
+	CUDA_MEMCPY2D c;
+	int e;
+
+	if (!h)
+		return -ENOMEM;
+	if (stride == 1) {
+		e = CU(r, cuMemcpyDtoH, h, base + first * sizeof(*h),
+		       k * sizeof(*h));
+	} else {
+		memset(&c, 0, sizeof(c));
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = base + first * sizeof(*h);
+		c.srcPitch = stride * sizeof(*h);
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = h;
+		c.dstPitch = sizeof(*h);
+		c.WidthInBytes = sizeof(*h);
+		c.Height = k;
+		e = CU(r, cuMemcpy2D, &c);
+	}
+	for (uint64_t i = 0; !e && i < k; i++)
+		out[i] = (float)(r->spec->dtype == GEMM_DTYPE_BF16 ?
+					 bf16_to_double(h[i]) :
+					 fp16_to_double(h[i]));
+	free(h);
+	return e;
+}
+
+/*
+ * Which consumer warpgroup wrote row: ws and cooperative split a tile's
+ * rows between two; in the other schedules a warpgroup owns whole tiles
+ * (pingpong) or there is none, and 0 is reported.
+ */
+static unsigned int run_warpgroup(const struct run *r, uint64_t row)
+{
+	const struct gemm_tile *t = &r->plan->tile;
+
+	switch (r->spec->schedule) {
+	case GEMM_SCHEDULE_WS:
+	case GEMM_SCHEDULE_COOPERATIVE:
+		return t->m >= 2 ? (unsigned int)(row % t->m / (t->m / 2)) : 0;
+	case GEMM_SCHEDULE_PINGPONG:
+	case GEMM_SCHEDULE_INTERLEAVED:
+	case GEMM_SCHEDULE_MULTISTAGE:
+	case GEMM_SCHEDULE_PIPELINED:
+	case _GEMM_SCHEDULE_MAX:
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Trace the first mismatch to the k-tile and stage that made it: its row
+ * of A and column of B come back to the host and the error is matched
+ * against per-k-tile partial sums (the error scaled back by alpha).  The
+ * tile is the plan's; the stage is k_tile % stages only where the ring
+ * starts afresh with each tile, so a persistent kernel reports none.
+ * Best effort: a failure here leaves the verdict as it is.
+ */
+static void run_diagnose(struct run *r, struct gemm_verdict *v)
+{
+	const struct gemm_spec *s = r->spec;
+	const uint64_t k = s->k;
+	float *a = malloc(k * sizeof(*a)), *b = malloc(k * sizeof(*b));
+	const double alpha = s->alpha;
+	double err = v->first_got - v->first_want, tol;
+	struct gemm_ref_args st = { 0 };
+	struct kdiag d;
+
+	run_strides(r, &st);
+	if (!a || !b || !isfinite(err) || fpclassify(alpha) == FP_ZERO ||
+	    read_k_vector(r, r->a, (uint64_t)v->first_row * st.a_sm, st.a_sk,
+			  a) ||
+	    read_k_vector(r, r->b, (uint64_t)v->first_col * st.b_sn, st.b_sk,
+			  b))
+		goto out;
+	/* randint sums are exact integers; otherwise allow the tolerance */
+	tol = s->init == GEMM_INIT_RANDINT ?
+		      0.5 :
+		      v->atol + v->rtol * fabs(v->first_want);
+	diagnose_element(&r->plan->tile, r->plan->stages,
+			 (unsigned int)v->first_row, (unsigned int)v->first_col,
+			 a, b, (unsigned int)k, err / alpha, tol / fabs(alpha),
+			 &d);
+	v->diagnosed = true;
+	v->where.tile_m = d.tile_m;
+	v->where.tile_n = d.tile_n;
+	v->where.warpgroup = run_warpgroup(r, (uint64_t)v->first_row);
+	v->where.kind = d.kind;
+	v->where.k_tile = d.k_tile;
+	v->where.stage = r->plan->persistent ? -1 : d.stage;
+	v->where.other_k_tile = d.other_k_tile;
+	v->where.other_stage = r->plan->persistent ? -1 : d.other_stage;
+out:
+	free(a);
+	free(b);
+}
+
+/* Value and reference at a mismatch, read back from the GPU. */
+static int run_read_mismatch(struct run *r, uint64_t index,
+			     struct gemm_mismatch *x)
+{
+	unsigned char got[4];
+	float want;
+	int e;
+
+	e = CU(r, cuMemcpyDtoH, got, r->d + index * r->out_size, r->out_size);
+	if (!e)
+		e = CU(r, cuMemcpyDtoH, &want, r->ref + index * sizeof(want),
+		       sizeof(want));
+	if (e)
+		return e;
+	x->row = (int64_t)(index / r->spec->n);
+	x->col = (int64_t)(index % r->spec->n);
+	x->got = out_to_double(r->spec->out, got);
+	x->want = want;
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * The first mismatches in index order, up to GEMM_MISMATCH_SAMPLE: the
+ * indices the compare kernel recorded, and first_index, which is exact
+ * (atomicMin) and so first even when the slots ran out before the
+ * kernel met it; sorted, repeats dropped.  With at most
+ * GEMMD_CMP_SAMPLE_SLOTS mismatches every one was recorded, and these
+ * are exactly the first; with more, the lowest of those recorded.
+ */
+static int run_mismatches(struct run *r, const struct gemm_cmp_stats *st,
+			  struct gemm_verdict *v)
+{
+	const uint64_t count = r->spec->m * r->spec->n;
+	const size_t recorded =
+		(size_t)MIN(st->sample_count, (uint64_t)GEMMD_CMP_SAMPLE_SLOTS);
+	uint64_t idx[GEMMD_CMP_SAMPLE_SLOTS + 1];
+	size_t n = 0;
+	int e = 0;
+
+	idx[n++] = st->first_index;
+	for (size_t i = 0; i < recorded; i++)
+		idx[n++] = st->sample[i];
+	qsort(idx, n, sizeof(*idx), cmp_u64);
+	for (size_t i = 0; i < n && v->n_sample < GEMM_MISMATCH_SAMPLE; i++) {
+		if ((i && idx[i] == idx[i - 1]) || idx[i] >= count)
+			continue;
+		e = run_read_mismatch(r, idx[i], &v->sample[v->n_sample]);
+		if (e)
+			return e;
+		v->n_sample++;
+	}
+	if (!v->n_sample)
+		return 0;
+	v->first_row = v->sample[0].row;
+	v->first_col = v->sample[0].col;
+	v->first_got = v->sample[0].got;
+	v->first_want = v->sample[0].want;
+	return 0;
+}
+
+static void verdict_fill(struct run *r, const struct gemm_cmp_stats *st,
+			 struct gemm_verdict *v)
+{
+	float max_abs, max_rel;
+
+	memcpy(&max_abs, &st->max_abs_bits, sizeof(max_abs));
+	memcpy(&max_rel, &st->max_rel_bits, sizeof(max_rel));
+	v->checked = true;
+	v->mismatches = st->mismatches;
+	v->nan_count = st->nan_count;
+	v->inf_count = st->inf_count;
+	v->unwritten = st->unwritten;
+	v->max_abs_err = max_abs;
+	v->max_rel_err = max_rel;
+	if (st->sum_sq_ref > 0)
+		v->rel_fro_err = sqrt(st->sum_sq_err / st->sum_sq_ref);
+	else
+		v->rel_fro_err = st->sum_sq_err > 0 ? INFINITY : 0;
+	v->passed = st->mismatches == 0;
+	(void)r;
+}
+
+/*
+ * Exact comparison needs every value the GEMM makes to be an integer
+ * that fp32 holds exactly, whatever the order of the sums and whether
+ * the epilogue fuses alpha * acc + beta * c: randint inputs (|x| <= 2),
+ * integer alpha and beta, and |alpha| * 4k + |beta| * 2 below 2^24.
+ */
+static bool run_exact(const struct gemm_spec *s)
+{
+	const double bound =
+		fabs(s->alpha) * 4.0 * (double)s->k + fabs(s->beta) * 2.0;
+
+	return s->init == GEMM_INIT_RANDINT &&
+	       !(fabs(s->alpha - trunc(s->alpha)) > 0) &&
+	       !(fabs(s->beta - trunc(s->beta)) > 0) && bound < 0x1p24;
+}
+
+/*
+ * Tolerances: see cmp_elem() in kernels/reference.cu.  Exact where
+ * run_exact() says so; otherwise atol covers fp32 summation order,
+ * max(1, |alpha|) * K * 2^-20, and rtol the output's final rounding: its
+ * epsilon for bf16 and fp16; for fp32 there is none, and 2^-22 covers the
+ * epilogue's own fp32 roundings.
+ */
+static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
+			  struct gemm_verdict *v)
+{
+	const struct gemm_spec *s = r->spec;
+
+	if (run_exact(s)) {
+		c->exact = 1;
+		c->atol = 0;
+		c->rtol = 0;
+	} else {
+		c->exact = 0;
+		c->atol = (float)(fmax(1.0, fabs(s->alpha)) *
+				  ldexp((double)s->k, -20));
+		switch (s->out) {
+		case GEMM_DTYPE_BF16:
+			c->rtol = 0x1p-7f;
+			break;
+		case GEMM_DTYPE_FP16:
+			c->rtol = 0x1p-10f;
+			break;
+		case GEMM_DTYPE_FP32:
+		case _GEMM_DTYPE_MAX:
+		default:
+			c->rtol = 0x1p-22f;
+			break;
+		}
+	}
+	v->atol = c->atol;
+	v->rtol = c->rtol;
+}
+
+/*
+ * The device reference into r->ref: alpha * A * B (k terms) + beta * C,
+ * as the spec has them.
+ */
+static int run_reference_device(struct run *r, uint64_t k, float alpha)
+{
+	const struct gemm_spec *s = r->spec;
+	struct gemm_ref_args ref = {
+		.a = r->a,
+		.b = r->b,
+		.c = r->reads_c ? r->c : 0,
+		.r = r->ref,
+		.m = (uint32_t)s->m,
+		.n = (uint32_t)s->n,
+		.k = (uint32_t)k,
+		.out = run_out_code(s->out),
+		.alpha = alpha,
+		.beta = r->reads_c ? (float)s->beta : 0.0f,
+	};
+
+	run_strides(r, &ref);
+	return run_helper(r, r->g->f_ref[s->dtype], DIV_ROUND_UP(s->m, 64),
+			  DIV_ROUND_UP(s->n, 64), &ref);
+}
+
+/*
+ * The fp32 reference from cuBLASLt's first heuristic choice.  cuBLASLt
+ * wants C of D's type, so with beta != 0 the reference kernel first
+ * writes beta * C (k = 0) in fp32 into the reference buffer, and
+ * cuBLASLt adds alpha * A * B to it in place (beta 1).
+ */
+static int run_reference_cublas(struct run *r)
+{
+	const float alpha = (float)r->spec->alpha;
+	int e = 0;
+
+	if (r->reads_c)
+		e = run_reference_device(r, 0, 0.0f);
+	if (!e)
+		e = run_lt_new(r, GEMM_DTYPE_FP32, r->reads_c ? r->ref : 0,
+			       r->ref, alpha, r->reads_c ? 1.0f : 0.0f, 0,
+			       &r->lt_ref);
+	if (e)
+		return e;
+	e = cublaslt_gemm_launch(r->lt_ref, r->g->stream, r->err, r->errlen);
+	return e ? run_lt_failed(r, e) : 0;
+}
+
+/* Poison D so that elements the kernel never writes show. */
+static int run_poison(struct run *r)
+{
+	const uint64_t count = r->spec->m * r->spec->n;
+	const bool wide = r->out_size == 4;
+	struct gemm_fill_args fill = {
+		.p = r->d,
+		.count = count,
+		.value = wide ? GEMMD_POISON_U32 : GEMMD_POISON_U16,
+	};
+
+	return run_helper(r, wide ? r->g->f_fill32 : r->g->f_fill16,
+			  run_stride_blocks(r, count), 1, &fill);
+}
+
+/* The reference into the kept buffer, then its fingerprint. */
+static int run_reference(struct run *r)
+{
+	const struct gemm_spec *s = r->spec;
+	int e;
+
+	if (s->reference == GEMM_REFERENCE_CUBLAS)
+		e = run_reference_cublas(r);
+	else
+		e = run_reference_device(r, s->k, (float)s->alpha);
+	if (!e)
+		e = run_ref_sum_queue(r);
+	return e;
+}
+
+/*
+ * Zero the compare statistics, first_index all ones, in stream order: a
+ * cuMemcpyHtoD from pageable memory goes through the legacy stream, which
+ * our stream does not wait for, and may still be in flight when it
+ * returns.
+ */
+static int run_stats_reset(struct run *r)
+{
+	const CUdeviceptr first =
+		r->stats + offsetof(struct gemm_cmp_stats, first_index);
+	int e;
+
+	e = run_memset32(r, r->stats, 0, sizeof(struct gemm_cmp_stats) / 4);
+	if (!e)
+		e = run_memset32(r, first, UINT32_MAX, 2);
+	return e;
+}
+
+int run_verify(struct run *r, struct gemm_verdict *v)
+{
+	const struct gemm_spec *s = r->spec;
+	const uint64_t count = s->m * s->n;
+	const bool make_ref = !r->cached[SLOT_REF];
+	struct gemm_cmp_args cmp = { .count = count };
+	struct gemm_cmp_stats st;
+	int e;
+
+	e = run_ref_buffer(r);
+	if (!e)
+		e = run_alloc(r, &r->stats, sizeof(st));
+	if (!e)
+		e = run_poison(r);
+	if (!e)
+		e = run_launch_ours(r);
+	if (!e)
+		e = run_sync(r, "verification launch", 1);
+	if (e)
+		return e;
+
+	cmp.d = r->d;
+	cmp.r = r->ref;
+	cmp.stats = r->stats;
+	run_tolerance(r, &cmp, v);
+	if (make_ref)
+		e = run_reference(r);
+	if (!e)
+		e = run_stats_reset(r);
+	if (!e)
+		e = run_helper(r, r->g->f_cmp[s->out],
+			       run_stride_blocks(r, count), 1, &cmp);
+	if (!e)
+		e = run_sync(r, "reference and compare", 1);
+	if (!e)
+		e = CU(r, cuMemcpyDtoH, &st, r->stats, sizeof(st));
+	if (!e && make_ref)
+		e = run_ref_keep(r);
+	if (e)
+		return e;
+
+	verdict_fill(r, &st, v);
+	if (!st.mismatches)
+		return 0;
+	e = run_mismatches(r, &st, v);
+	if (!e && v->first_row >= 0)
+		run_diagnose(r, v);
+	return e;
+}
