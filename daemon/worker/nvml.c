@@ -136,8 +136,7 @@ static double read_temperature(struct nvml *n)
 	return c;
 }
 
-/* Energy since the driver loaded, in joules. */
-static double read_energy(struct nvml *n)
+double nvml_energy_j(struct nvml *n)
 {
 	unsigned long long mj;
 
@@ -150,7 +149,6 @@ void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
 {
 	memset(t, 0, sizeof(*t));
 	t->temp_max_c = NAN;
-	t->energy0_j = NAN;
 	if (!n || !samples)
 		return;
 	t->sm_mhz = calloc(samples, sizeof(*t->sm_mhz));
@@ -162,7 +160,6 @@ void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
 	}
 	t->cap = samples;
 	t->nvml = n;
-	t->energy0_j = read_energy(n);
 }
 
 static void push(double *a, size_t *n, size_t cap, double x)
@@ -208,33 +205,21 @@ void nvml_track_throttled(struct nvml_track *t, unsigned int samples)
 	t->throttled += samples;
 }
 
-void nvml_track_pause(struct nvml_track *t)
+void nvml_track_energy(struct nvml_track *t, double joules)
 {
-	double e1;
-
-	if (!t->nvml || isnan(t->energy0_j))
+	if (!t->nvml)
 		return;
-	e1 = read_energy(t->nvml);
-	/* NAN stays NAN; a counter that went backwards is not believed. */
-	if (e1 >= t->energy0_j)
-		t->energy_j += e1 - t->energy0_j;
+	/* NAN: a read failed; negative: the counter went backwards. */
+	if (joules >= 0)
+		t->energy_j += joules;
 	else
 		t->energy_bad = true;
-	t->energy0_j = NAN;
-}
-
-void nvml_track_resume(struct nvml_track *t)
-{
-	if (t->nvml)
-		t->energy0_j = read_energy(t->nvml);
 }
 
 void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
 {
 	struct stats_summary sm, mem, power;
 	struct gemm_telemetry r;
-
-	nvml_track_pause(t);
 
 	stats_summarize(t->sm_mhz, t->n_sm, &sm);
 	stats_summarize(t->mem_mhz, t->n_mem, &mem);

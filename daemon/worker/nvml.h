@@ -25,26 +25,32 @@ struct nvml *nvml_open(const char *uuid);
 struct nvml *nvml_close(struct nvml *n);
 
 /*
- * Telemetry over a timed region.  nvml_track_start() reads the energy
- * counter; nvml_track_sample() is called while samples run and reads the
- * clocks, power, temperature and clock event reasons (at most once a
- * millisecond), returning whether the last reading saw the GPU slowed
- * down (thermal or power brake); the caller counts the samples that ran
- * under such a reading with nvml_track_throttled().
- * nvml_track_finish() reads the energy again and reduces it all.  n may
- * be NULL: everything is then NAN, as it is when memory runs short.
- *
- * A region taken in pieces (ours and the baseline, alternating) is
- * bracketed by nvml_track_resume() and nvml_track_pause(): the energy is
- * the sum over the pieces.
+ * The energy counter, in joules since the driver loaded; NAN without it.
+ * A read takes milliseconds: read it only while the GPU has work queued.
+ * Read between two chunks of samples, it left the GPU idle that long
+ * each time, and at the power cap those pauses raised the clocks of
+ * every sample (8192^3 bf16 on an H200: 1400 us instead of 1600;
+ * docs/perf.md).
+ */
+double nvml_energy_j(struct nvml *n);
+
+/*
+ * Telemetry over a timed region.  nvml_track_sample() is called while
+ * samples run and reads the clocks, power, temperature and clock event
+ * reasons (at most once a millisecond), returning whether the last
+ * reading saw the GPU slowed down (thermal or power brake); the caller
+ * counts the samples that ran under such a reading with
+ * nvml_track_throttled(), and adds the region's energy, window by
+ * window, with nvml_track_energy().  nvml_track_finish() reduces it all.
+ * n may be NULL: everything is then NAN, as it is when memory runs
+ * short.
  */
 struct nvml_track {
 	struct nvml *nvml;
 	double *sm_mhz, *mem_mhz, *power_w;
 	size_t n_sm, n_mem, n_power, cap;
 	double temp_max_c;
-	double energy0_j; /* at the last start or resume; NAN: paused */
-	double energy_j; /* over the pieces so far */
+	double energy_j; /* over the windows so far */
 	bool energy_bad; /* a read failed or the counter went backwards */
 	bool reasons_known;
 	uint64_t reasons_seen, last_reasons;
@@ -55,7 +61,6 @@ struct nvml_track {
 void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples);
 bool nvml_track_sample(struct nvml_track *t);
 void nvml_track_throttled(struct nvml_track *t, unsigned int samples);
-void nvml_track_pause(struct nvml_track *t);
-void nvml_track_resume(struct nvml_track *t);
+void nvml_track_energy(struct nvml_track *t, double joules);
 void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret);
 void nvml_track_free(struct nvml_track *t);

@@ -144,6 +144,9 @@ struct run {
 	unsigned int n_events;
 	unsigned int cap_samples; /* per timer */
 	struct timer ours, base;
+	/* the energy counter at its last read, and the timer it goes to */
+	struct timer *energy_owner;
+	double energy_at;
 	bool sticky;
 	char *err;
 	size_t errlen;

@@ -174,6 +174,24 @@ static void run_watch_chunk(struct run *r, struct timer *t, unsigned int n)
 }
 
 /*
+ * The energy counter is read once per chunk, just after the chunk is
+ * queued, so that the GPU is busy for the milliseconds the read takes
+ * (see nvml_energy_j()); the joules from one read to the next go to the
+ * timer whose chunk was queued at the first.  A read after the last
+ * chunk (next NULL) closes the window; the rest between two chunks,
+ * a fraction of a millisecond, is counted with the chunk before it.
+ */
+static void run_energy_mark(struct run *r, struct timer *next)
+{
+	const double e = nvml_energy_j(r->g->nvml);
+
+	if (r->energy_owner)
+		nvml_track_energy(&r->energy_owner->tele, e - r->energy_at);
+	r->energy_owner = next;
+	r->energy_at = e;
+}
+
+/*
  * Queue n samples, then watch them run and add them to t's samples.
  * Everything is queued first: with a telemetry read between two
  * launches, a read slower than a sample let the GPU run dry between
@@ -187,8 +205,10 @@ static int run_chunk_samples(struct run *r, struct timer *t, unsigned int n)
 
 	for (unsigned int i = 0; i < n && !e; i++)
 		e = run_queue_sample(r, t, t->batch, i);
-	if (!e)
+	if (!e) {
+		run_energy_mark(r, t);
 		run_watch_chunk(r, t, n);
+	}
 	if (!e)
 		e = run_sync(r, "timed launches", (double)n * t->batch);
 	for (unsigned int i = 0; i < n && !e; i++) {
@@ -256,7 +276,7 @@ static int run_timing_fill(struct run *r, const struct timer *tm,
 	return 0;
 }
 
-/* Warm t up, its telemetry started and paused until its first chunk. */
+/* Warm t up and start its telemetry, which runs during its chunks only. */
 static int run_timer_start(struct run *r, struct timer *t)
 {
 	int e;
@@ -265,7 +285,6 @@ static int run_timer_start(struct run *r, struct timer *t)
 	if (e)
 		return e;
 	nvml_track_start(&t->tele, r->g->nvml, r->cap_samples);
-	nvml_track_pause(&t->tele);
 	t->done = run_done(r, t, &t->reason);
 	return 0;
 }
@@ -275,9 +294,7 @@ static int run_timer_chunk(struct run *r, struct timer *t)
 {
 	int e;
 
-	nvml_track_resume(&t->tele);
 	e = run_chunk_samples(r, t, run_chunk(r, t));
-	nvml_track_pause(&t->tele);
 	t->chunks++;
 	if (!e)
 		t->done = run_done(r, t, &t->reason);
@@ -305,6 +322,7 @@ static int run_time_timers(struct run *r, struct timer *const *timers,
 			done = done && timers[i]->done;
 		}
 	}
+	run_energy_mark(r, NULL);
 	return e;
 }
 
