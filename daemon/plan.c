@@ -199,6 +199,23 @@ static unsigned int default_stages(const struct kernel_info *k,
 }
 
 /*
+ * Whether the job is small enough for the deepest ring: a TMA ring
+ * kernel (ws, cooperative, pingpong) with at most PLAN_DEEP_TILES_PER_SM
+ * tiles per SM, so that each CTA has a tile or two and nothing but its
+ * ring to hide the loads behind.
+ */
+static bool wants_deep_ring(const struct kernel_info *k,
+			    const struct gemm_spec *spec, unsigned int sm_count)
+{
+	const bool ring = k->schedule == GEMM_SCHEDULE_WS ||
+			  k->schedule == GEMM_SCHEDULE_COOPERATIVE ||
+			  k->schedule == GEMM_SCHEDULE_PINGPONG;
+
+	return ring &&
+	       tiles_of(k, spec) <= (uint64_t)PLAN_DEEP_TILES_PER_SM * sm_count;
+}
+
+/*
  * The epilogue for "auto": tma where the kernel has it, rows of D are
  * 16-byte aligned and its staging buffers leave room for the stages the
  * job asked for, or by default for as many as direct stores would get.
@@ -223,22 +240,24 @@ static enum gemm_epilogue pick_epilogue(const struct kernel_info *k,
 
 /*
  * Stages the job asked for, or by default the most that fit beside the
- * epilogue's bytes, up to PLAN_DEFAULT_STAGES.  A kernel that does not
- * fit even with its fewest stages is refused on the epilogue when that
- * is what tips it over, on the stages otherwise.
+ * epilogue's bytes, up to PLAN_DEFAULT_STAGES unless deep (see
+ * wants_deep_ring()).  The epilogue is picked first, for the capped
+ * default, so a deep ring never costs the tma epilogue.  A kernel that
+ * does not fit even with its fewest stages is refused on the epilogue
+ * when that is what tips it over, on the stages otherwise.
  */
 static int pick_stages(const struct kernel_info *k,
 		       const struct gemm_spec *spec, unsigned int smem_limit,
-		       unsigned int *ret, struct gemmd_error *err)
+		       bool deep, unsigned int *ret, struct gemmd_error *err)
 {
 	unsigned int extra = epilogue_bytes(k, spec);
 	unsigned int fit = stages_that_fit(k, extra, smem_limit);
-	unsigned int stages = spec->stages ?
-				      spec->stages :
-				      default_stages(k, extra, smem_limit);
+	unsigned int stages = spec->stages;
 	bool fits_direct = stages_that_fit(k, 0, smem_limit) >= k->min_stages;
 	char beside[64] = "";
 
+	if (!stages)
+		stages = deep ? fit : default_stages(k, extra, smem_limit);
 	if (spec->stages && stages < k->min_stages)
 		return gemmd_error_set(err, 422, "unsupported", "kernel.stages",
 				       "%s needs at least %u stages, got %u",
@@ -541,7 +560,8 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	if (r >= 0)
 		r = check_baseline_types(&s, err);
 	if (r >= 0)
-		r = pick_stages(k, &s, smem_limit, &stages, err);
+		r = pick_stages(k, &s, smem_limit,
+				wants_deep_ring(k, &s, sm_count), &stages, err);
 	if (r >= 0)
 		r = plan_geometry(k, &s, sm_count, &p, err);
 	if (r >= 0)

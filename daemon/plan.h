@@ -55,6 +55,13 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
  * multistage kernel from 402 at 4 to 282 at 14.
  */
 #define PLAN_DEFAULT_STAGES 4u
+/*
+ * Except for jobs of at most this many tiles per SM, which get the most
+ * stages that fit: 128x8192x8192 with pingpong 64x128 ran at 349 TFLOP/s
+ * with 9 stages against 283 with 4, 2048^3 with cooperative 128x128 at
+ * 555 with 6 against 500 (H200, docs/perf.md).
+ */
+#define PLAN_DEEP_TILES_PER_SM 2u
 /* Launches baseline "cublas" spends picking its algorithm (8 tried). */
 #define PLAN_BASELINE_TRIAL_LAUNCHES 64
 

@@ -252,12 +252,29 @@ static void test_epilogue_stages(void)
 
 	/* direct: (232448 - 2048) / 32768 = 7 stages fit; 4 by default */
 	expect_plan(c,
-		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"m\":8192,\"n\":8192,\"k\":512,\"kernel\":"
 		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\"}}",
 		    &dev, &p);
 	CHECK_EQ_INT(p.stages, PLAN_DEFAULT_STAGES);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 32768);
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+	/* all 7 for 16 tiles on 132 SMs: a deep ring */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 7);
+	/* 264 tiles (2 per SM) still deep, 272 not */
+	expect_plan(c,
+		    "{\"m\":4224,\"n\":1024,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 7);
+	expect_plan(c,
+		    "{\"m\":4352,\"n\":1024,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, PLAN_DEFAULT_STAGES);
 	expect_plan(c,
 		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
 		    "{\"tile\":\"128x128x64\",\"epilogue\":\"direct\","
@@ -276,11 +293,18 @@ static void test_epilogue_stages(void)
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
 	/* auto: tma, since it leaves room for the default 4 stages */
 	expect_plan(c,
-		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"m\":8192,\"n\":8192,\"k\":512,\"kernel\":"
 		    "{\"tile\":\"128x128x64\"}}",
 		    &dev, &p);
 	CHECK_EQ_INT(p.stages, 4);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 32768 + 32768);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	/* a deep ring keeps the tma epilogue: the 6 that fit beside it */
+	expect_plan(c,
+		    "{\"m\":512,\"n\":512,\"k\":512,\"kernel\":"
+		    "{\"tile\":\"128x128x64\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.stages, 6);
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
 	/* auto with 7 stages asked for: only direct stores leave room */
 	expect_plan(c,
@@ -461,11 +485,11 @@ static void test_auto_choice(void)
 		     0);
 	CHECK_STREQ(p.kernel, "k_bf16_256");
 	CHECK_EQ_INT(p.stages, 4);
-	/* small: more CTAs win */
+	/* small: more CTAs win, and a deep ring (6 beside the epilogue) */
 	CHECK_EQ_INT(
 		plan(c, "{\"m\":512,\"n\":512,\"k\":512}", &h100, &p, &err), 0);
 	CHECK_STREQ(p.kernel, "k_bf16_128");
-	CHECK_EQ_INT(p.stages, PLAN_DEFAULT_STAGES);
+	CHECK_EQ_INT(p.stages, 6);
 	/* a device with less shared memory gets fewer stages */
 	h100.smem_optin = 120000;
 	CHECK_EQ_INT(
