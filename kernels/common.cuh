@@ -484,6 +484,21 @@ GEMMD_DEV uint64_t smem_desc_sw128_mn(uint32_t addr, uint32_t lbo)
 		     : GEMMD_ACC64(d, 0)                                      \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
+#define GEMMD_REGS_64_95                           \
+	"%64, %65, %66, %67, %68, %69, %70, %71, " \
+	"%72, %73, %74, %75, %76, %77, %78, %79, " \
+	"%80, %81, %82, %83, %84, %85, %86, %87, " \
+	"%88, %89, %90, %91, %92, %93, %94, %95"
+
+#define GEMMD_WGMMA_N192(ty, ta, tb, d, da, db, scale_d)                       \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %98, 0;\n\t"        \
+		     "wgmma.mma_async.sync.aligned.m64n192k16.f32." ty "." ty  \
+		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_95 "}, "          \
+		     "%96, %97, p, 1, 1, " #ta ", " #tb ";\n\t}"               \
+		     : GEMMD_ACC64(d, 0), GEMMD_ACC8(d, 64),                   \
+		       GEMMD_ACC8(d, 72), GEMMD_ACC8(d, 80), GEMMD_ACC8(d, 88) \
+		     : "l"(da), "l"(db), "r"(scale_d))
+
 #define GEMMD_WGMMA_N256(ty, ta, tb, d, da, db, scale_d)                      \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"      \
 		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." ty "." ty \
@@ -511,11 +526,16 @@ GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
 	constexpr bool bf16 = gemmd_same<T, __nv_bfloat16>::value;
 
 	static_assert(bf16 || gemmd_same<T, __half>::value, "bf16 or fp16");
-	static_assert(N == 128 || N == 256, "wgmma N: 128 or 256");
+	static_assert(N == 128 || N == 192 || N == 256,
+		      "wgmma N: 128, 192 or 256");
 	if constexpr (N == 128 && bf16)
 		GEMMD_WGMMA_TRANS(128, "bf16", d, da, db, scale_d);
 	else if constexpr (N == 128)
 		GEMMD_WGMMA_TRANS(128, "f16", d, da, db, scale_d);
+	else if constexpr (N == 192 && bf16)
+		GEMMD_WGMMA_TRANS(192, "bf16", d, da, db, scale_d);
+	else if constexpr (N == 192)
+		GEMMD_WGMMA_TRANS(192, "f16", d, da, db, scale_d);
 	else if constexpr (bf16)
 		GEMMD_WGMMA_TRANS(256, "bf16", d, da, db, scale_d);
 	else

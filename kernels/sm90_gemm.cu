@@ -867,11 +867,13 @@ using gemmd_cfg =
  * checked here against what the kernel computes.
  */
 #define GEMMD_STAGE_128x128 32768
+#define GEMMD_STAGE_128x192 40960
 #define GEMMD_STAGE_128x256 49152
 #define GEMMD_STAGE_256x128 49152
 #define GEMMD_STAGE_64x128 24576
 #define GEMMD_STAGE_64x256 40960
 #define GEMMD_NSTAGES_128x128 7
+#define GEMMD_NSTAGES_128x192 5
 #define GEMMD_NSTAGES_128x256 4
 #define GEMMD_NSTAGES_256x128 4
 #define GEMMD_NSTAGES_64x128 9
