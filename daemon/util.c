@@ -50,15 +50,20 @@ uint64_t wallclock_usec(void)
 	return clock_usec(CLOCK_REALTIME);
 }
 
-void sleep_ms(unsigned int ms)
+void sleep_us(uint64_t us)
 {
 	struct timespec ts = {
-		.tv_sec = ms / 1000,
-		.tv_nsec = (long)(ms % 1000) * 1000000,
+		.tv_sec = (time_t)(us / 1000000),
+		.tv_nsec = (long)(us % 1000000) * 1000,
 	};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+void sleep_ms(unsigned int ms)
+{
+	sleep_us((uint64_t)ms * 1000);
 }
 
 char *format_rfc3339(uint64_t usec, char *buf, size_t len)

@@ -63,7 +63,8 @@ int string_table_find(const char *const *table, size_t n, const char *s);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_usec(void);
 uint64_t wallclock_usec(void);
-/* Sleep ms milliseconds, through signals. */
+/* Sleep us microseconds (ms milliseconds), through signals. */
+void sleep_us(uint64_t us);
 void sleep_ms(unsigned int ms);
 /* RFC 3339 UTC with microseconds; buf must hold 32 bytes. */
 char *format_rfc3339(uint64_t usec, char *buf, size_t len);

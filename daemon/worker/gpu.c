@@ -869,7 +869,7 @@ int run_sync(struct run *r, const char *what, double launches)
 				 what);
 			return -ETIMEDOUT;
 		}
-		run_sleep_us(pause);
+		sleep_us(pause);
 		pause = MIN(pause * 2, 2000);
 	}
 }

@@ -22,7 +22,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 #include <cuda.h>
 
 #include "cuda-api.h"
@@ -191,13 +190,6 @@ int run_helper(struct run *r, CUfunction f, unsigned int gx, unsigned int gy,
 	       void *args);
 
 /* Sleep us microseconds, less than a second. */
-static inline void run_sleep_us(long us)
-{
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = us * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * Wait for the stream by polling, with a deadline: a pipeline bug can
  * hang a kernel forever, and the supervisor should hear about it rather

@@ -168,7 +168,7 @@ static void run_watch_chunk(struct run *r, struct timer *t, unsigned int n)
 			throttled++;
 			last = cur;
 		}
-		run_sleep_us(TIMING_WATCH_US);
+		sleep_us(TIMING_WATCH_US);
 	}
 	nvml_track_throttled(&t->tele, throttled);
 }
