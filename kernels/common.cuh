@@ -442,15 +442,15 @@ GEMMD_DEV uint64_t smem_desc_sw128_mn(uint32_t addr, uint32_t lbo)
 	       (static_cast<uint64_t>(1) << 62);
 }
 
-#define GEMMD_ACC8(d, i)                                              \
-	"+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]),         \
-		"+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
-		"+f"(d[(i) + 6]), "+f"(d[(i) + 7])
-#define GEMMD_ACC64(d, i)                                         \
-	GEMMD_ACC8(d, (i) + 0), GEMMD_ACC8(d, (i) + 8),           \
-		GEMMD_ACC8(d, (i) + 16), GEMMD_ACC8(d, (i) + 24), \
-		GEMMD_ACC8(d, (i) + 32), GEMMD_ACC8(d, (i) + 40), \
-		GEMMD_ACC8(d, (i) + 48), GEMMD_ACC8(d, (i) + 56)
+/* Accumulator operands: k is "+f", or "=f" where the old D is ignored. */
+#define GEMMD_ACC8(k, d, i)                                         \
+	k(d[(i) + 0]), k(d[(i) + 1]), k(d[(i) + 2]), k(d[(i) + 3]), \
+		k(d[(i) + 4]), k(d[(i) + 5]), k(d[(i) + 6]), k(d[(i) + 7])
+#define GEMMD_ACC64(k, d, i)                                            \
+	GEMMD_ACC8(k, d, (i) + 0), GEMMD_ACC8(k, d, (i) + 8),           \
+		GEMMD_ACC8(k, d, (i) + 16), GEMMD_ACC8(k, d, (i) + 24), \
+		GEMMD_ACC8(k, d, (i) + 32), GEMMD_ACC8(k, d, (i) + 40), \
+		GEMMD_ACC8(k, d, (i) + 48), GEMMD_ACC8(k, d, (i) + 56)
 
 #define GEMMD_REGS_0_63                            \
 	"%0, %1, %2, %3, %4, %5, %6, %7, "         \
@@ -476,12 +476,12 @@ GEMMD_DEV uint64_t smem_desc_sw128_mn(uint32_t addr, uint32_t lbo)
  * imm-trans-a/b (0: K-major, 1: M- or N-major), scale-a/b 1; scale_d == 0
  * ignores the old D, so the first k-step of a tile needs no zeroing pass.
  */
-#define GEMMD_WGMMA_N128(ty, ta, tb, d, da, db, scale_d)                      \
+#define GEMMD_WGMMA_N128(k, ty, ta, tb, d, da, db, scale_d)                   \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"       \
 		     "wgmma.mma_async.sync.aligned.m64n128k16.f32." ty "." ty \
 		     " {" GEMMD_REGS_0_63 "}, %64, %65, p, 1, 1, " #ta        \
 		     ", " #tb ";\n\t}"                                        \
-		     : GEMMD_ACC64(d, 0)                                      \
+		     : GEMMD_ACC64(k, d, 0)                                   \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
 #define GEMMD_REGS_64_95                           \
@@ -490,36 +490,58 @@ GEMMD_DEV uint64_t smem_desc_sw128_mn(uint32_t addr, uint32_t lbo)
 	"%80, %81, %82, %83, %84, %85, %86, %87, " \
 	"%88, %89, %90, %91, %92, %93, %94, %95"
 
-#define GEMMD_WGMMA_N192(ty, ta, tb, d, da, db, scale_d)                       \
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %98, 0;\n\t"        \
-		     "wgmma.mma_async.sync.aligned.m64n192k16.f32." ty "." ty  \
-		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_95 "}, "          \
-		     "%96, %97, p, 1, 1, " #ta ", " #tb ";\n\t}"               \
-		     : GEMMD_ACC64(d, 0), GEMMD_ACC8(d, 64),                   \
-		       GEMMD_ACC8(d, 72), GEMMD_ACC8(d, 80), GEMMD_ACC8(d, 88) \
+#define GEMMD_WGMMA_N192(k, ty, ta, tb, d, da, db, scale_d)                   \
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %98, 0;\n\t"       \
+		     "wgmma.mma_async.sync.aligned.m64n192k16.f32." ty "." ty \
+		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_95 "}, "         \
+		     "%96, %97, p, 1, 1, " #ta ", " #tb ";\n\t}"              \
+		     : GEMMD_ACC64(k, d, 0), GEMMD_ACC8(k, d, 64),            \
+		       GEMMD_ACC8(k, d, 72), GEMMD_ACC8(k, d, 80),            \
+		       GEMMD_ACC8(k, d, 88)                                   \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
-#define GEMMD_WGMMA_N256(ty, ta, tb, d, da, db, scale_d)                      \
+#define GEMMD_WGMMA_N256(k, ty, ta, tb, d, da, db, scale_d)                   \
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"      \
 		     "wgmma.mma_async.sync.aligned.m64n256k16.f32." ty "." ty \
 		     " {" GEMMD_REGS_0_63 ", " GEMMD_REGS_64_127 "}, "        \
 		     "%128, %129, p, 1, 1, " #ta ", " #tb ";\n\t}"            \
-		     : GEMMD_ACC64(d, 0), GEMMD_ACC64(d, 64)                  \
+		     : GEMMD_ACC64(k, d, 0), GEMMD_ACC64(k, d, 64)            \
 		     : "l"(da), "l"(db), "r"(scale_d))
 
-#define GEMMD_WGMMA_TRANS(N, ty, d, da, db, scale_d)                    \
-	do {                                                            \
-		if constexpr (!TA && !TB)                               \
-			GEMMD_WGMMA_N##N(ty, 0, 0, d, da, db, scale_d); \
-		else if constexpr (!TA)                                 \
-			GEMMD_WGMMA_N##N(ty, 0, 1, d, da, db, scale_d); \
-		else if constexpr (!TB)                                 \
-			GEMMD_WGMMA_N##N(ty, 1, 0, d, da, db, scale_d); \
-		else                                                    \
-			GEMMD_WGMMA_N##N(ty, 1, 1, d, da, db, scale_d); \
+#define GEMMD_WGMMA_TRANS(k, N, ty, d, da, db, scale_d)                    \
+	do {                                                               \
+		if constexpr (!TA && !TB)                                  \
+			GEMMD_WGMMA_N##N(k, ty, 0, 0, d, da, db, scale_d); \
+		else if constexpr (!TA)                                    \
+			GEMMD_WGMMA_N##N(k, ty, 0, 1, d, da, db, scale_d); \
+		else if constexpr (!TB)                                    \
+			GEMMD_WGMMA_N##N(k, ty, 1, 0, d, da, db, scale_d); \
+		else                                                       \
+			GEMMD_WGMMA_N##N(k, ty, 1, 1, d, da, db, scale_d); \
 	} while (0)
 
-template <typename T, int N, bool TA = false, bool TB = false>
+#define GEMMD_WGMMA_ANY(k, d, da, db, scale_d)                                 \
+	do {                                                                   \
+		if constexpr (N == 128 && bf16)                                \
+			GEMMD_WGMMA_TRANS(k, 128, "bf16", d, da, db, scale_d); \
+		else if constexpr (N == 128)                                   \
+			GEMMD_WGMMA_TRANS(k, 128, "f16", d, da, db, scale_d);  \
+		else if constexpr (N == 192 && bf16)                           \
+			GEMMD_WGMMA_TRANS(k, 192, "bf16", d, da, db, scale_d); \
+		else if constexpr (N == 192)                                   \
+			GEMMD_WGMMA_TRANS(k, 192, "f16", d, da, db, scale_d);  \
+		else if constexpr (bf16)                                       \
+			GEMMD_WGMMA_TRANS(k, 256, "bf16", d, da, db, scale_d); \
+		else                                                           \
+			GEMMD_WGMMA_TRANS(k, 256, "f16", d, da, db, scale_d);  \
+	} while (0)
+
+/*
+ * INIT: D = A * B, the old D neither read nor kept alive.  The "+f" form
+ * with scale_d 0 ignores D too, but the compiler cannot know, so D's
+ * registers would stay live from one tile into the next.
+ */
+template <typename T, int N, bool TA = false, bool TB = false, bool INIT = false>
 GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
 			    uint32_t scale_d)
 {
@@ -528,16 +550,8 @@ GEMMD_DEV void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db,
 	static_assert(bf16 || gemmd_same<T, __half>::value, "bf16 or fp16");
 	static_assert(N == 128 || N == 192 || N == 256,
 		      "wgmma N: 128, 192 or 256");
-	if constexpr (N == 128 && bf16)
-		GEMMD_WGMMA_TRANS(128, "bf16", d, da, db, scale_d);
-	else if constexpr (N == 128)
-		GEMMD_WGMMA_TRANS(128, "f16", d, da, db, scale_d);
-	else if constexpr (N == 192 && bf16)
-		GEMMD_WGMMA_TRANS(192, "bf16", d, da, db, scale_d);
-	else if constexpr (N == 192)
-		GEMMD_WGMMA_TRANS(192, "f16", d, da, db, scale_d);
-	else if constexpr (bf16)
-		GEMMD_WGMMA_TRANS(256, "bf16", d, da, db, scale_d);
+	if constexpr (INIT)
+		GEMMD_WGMMA_ANY("=f", d, da, db, 0u);
 	else
-		GEMMD_WGMMA_TRANS(256, "f16", d, da, db, scale_d);
+		GEMMD_WGMMA_ANY("+f", d, da, db, scale_d);
 }

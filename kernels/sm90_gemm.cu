@@ -301,60 +301,86 @@ __device__ __forceinline__ void make_descs(const sm90_ctx &c, uint32_t row0,
 }
 
 /*
- * One tile's k-loop.  Returns with every wgmma issued; the caller drains
- * with mainloop_tail().  prev is the slot still held (released late).
+ * One k-tile: wait for its slot, issue its wgmmas, and give back the
+ * slot of the k-tile before, whose batch has finished reading it.  The
+ * first k-tile of a tile starts the accumulators afresh.
  */
-template <typename T, typename Cfg>
-__device__ __forceinline__ void mainloop(const sm90_ctx &c, const descs<Cfg> &d,
-					 float (&acc)[Cfg::mi][Cfg::n_acc],
-					 pipe_state &p, uint32_t &prev,
-					 uint32_t lane, bool warp0)
+template <typename T, typename Cfg, bool FIRST>
+__device__ __forceinline__ void
+mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
+	      float (&acc)[Cfg::mi][Cfg::n_acc], pipe_state &p, uint32_t &prev,
+	      uint32_t lane, bool warp0)
 {
 	using D = descs<Cfg>;
+	constexpr bool ta = !Cfg::a_kmajor, tb = !Cfg::b_kmajor;
+	const uint64_t off = p.slot * D::slot;
 
-#pragma unroll 1
-	for (uint32_t kt = 0; kt < c.k_tiles; kt++) {
-		const uint64_t off = p.slot * D::slot;
-
-		mbar_wait(c.full + 8 * p.slot, p.phase);
-		/*
-		 * The injected race: give the slot back before the wgmmas
-		 * that read it are even issued, so the producer's next TMA
-		 * into it can land first.  (On one k-tile per tile alone it
-		 * went unnoticed on an H200: the wgmmas mostly win.)
-		 */
-		if (c.early_release && warp0)
-			release_slot(c, c.empty + 8 * p.slot, lane);
+	mbar_wait(c.full + 8 * p.slot, p.phase);
+	/*
+	 * The injected race: give the slot back before the wgmmas that
+	 * read it are even issued, so the producer's next TMA into it can
+	 * land first.  (On one k-tile per tile alone it went unnoticed on
+	 * an H200: the wgmmas mostly win.)
+	 */
+	if (c.early_release && warp0)
+		release_slot(c, c.empty + 8 * p.slot, lane);
+	if constexpr (!FIRST) {
 #pragma unroll
 		for (int i = 0; i < Cfg::mi; i++)
 			wgmma_fence_acc(acc[i]);
-		wgmma_fence();
-#pragma unroll
-		for (int kk = 0; kk < Cfg::bk / 16; kk++)
-#pragma unroll
-			for (int i = 0; i < Cfg::mi; i++)
-				wgmma_m64k16<T, Cfg::bn, !Cfg::a_kmajor,
-					     !Cfg::b_kmajor>(
-					acc[i], d.a[i] + off + kk * D::a_k16,
-					d.b + off + kk * D::b_k16,
-					(kt | kk) != 0);
-		wgmma_commit();
-#pragma unroll
-		for (int i = 0; i < Cfg::mi; i++)
-			wgmma_fence_acc(acc[i]);
-		/*
-		 * Keep this k-tile's batch in flight; the previous one has
-		 * finished reading its slot, which can be refilled now.
-		 */
-		wgmma_wait<1>();
-#pragma unroll
-		for (int i = 0; i < Cfg::mi; i++)
-			wgmma_fence_acc(acc[i]);
-		if (kt > 0 && warp0 && !c.early_release)
-			release_slot(c, c.empty + 8 * prev, lane);
-		prev = p.slot;
-		pipe_advance(p, c.stages);
 	}
+	wgmma_fence();
+#pragma unroll
+	for (int kk = 0; kk < Cfg::bk / 16; kk++) {
+#pragma unroll
+		for (int i = 0; i < Cfg::mi; i++) {
+			const uint64_t da = d.a[i] + off + kk * D::a_k16;
+			const uint64_t db = d.b + off + kk * D::b_k16;
+
+			if (FIRST && kk == 0)
+				wgmma_m64k16<T, Cfg::bn, ta, tb, true>(
+					acc[i], da, db, 0);
+			else
+				wgmma_m64k16<T, Cfg::bn, ta, tb>(acc[i], da, db,
+								 1);
+		}
+	}
+	wgmma_commit();
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++)
+		wgmma_fence_acc(acc[i]);
+	/* Keep this k-tile's batch in flight; the one before has finished. */
+	wgmma_wait<1>();
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++)
+		wgmma_fence_acc(acc[i]);
+	if (!FIRST && warp0 && !c.early_release)
+		release_slot(c, c.empty + 8 * prev, lane);
+	prev = p.slot;
+	pipe_advance(p, c.stages);
+}
+
+/*
+ * One tile's k-loop.  Returns with every wgmma issued; the caller drains
+ * with mainloop_tail().  prev is the slot still held (released late).
+ * hook() runs once, while the first k-tile's wgmmas are in flight: the
+ * tensor cores work on this tile while the warps store the last one.
+ * The first k-tile is peeled so that what the hook reads is dead after
+ * it, not live across the whole loop; there is one, as k >= 1 (launch_ok),
+ * and it writes the accumulators without reading them, so they are dead
+ * from the end of one tile to the start of the next.
+ */
+template <typename T, typename Cfg, typename Hook>
+__device__ __forceinline__ void
+mainloop(const sm90_ctx &c, const descs<Cfg> &d,
+	 float (&acc)[Cfg::mi][Cfg::n_acc], pipe_state &p, uint32_t &prev,
+	 uint32_t lane, bool warp0, const Hook &hook)
+{
+	mainloop_step<T, Cfg, true>(c, d, acc, p, prev, lane, warp0);
+	hook();
+#pragma unroll 1
+	for (uint32_t kt = 1; kt < c.k_tiles; kt++)
+		mainloop_step<T, Cfg, false>(c, d, acc, p, prev, lane, warp0);
 }
 
 template <typename Cfg>
@@ -366,7 +392,7 @@ mainloop_tail(const sm90_ctx &c, float (&acc)[Cfg::mi][Cfg::n_acc],
 #pragma unroll
 	for (int i = 0; i < Cfg::mi; i++)
 		wgmma_fence_acc(acc[i]);
-	if (c.k_tiles > 0 && warp0 && !c.early_release)
+	if (warp0 && !c.early_release)
 		release_slot(c, c.empty + 8 * prev, lane);
 }
 
@@ -469,14 +495,35 @@ __device__ __forceinline__ uint32_t swizzle128(uint32_t r, uint32_t u)
 }
 
 /*
- * One warp's 16 rows of a 64-column chunk of 16-bit D, beta 0: the
- * accumulators of column block j (rows r and r + 8 of the warp) are two
- * 8x8 matrices as stmatrix takes them, so four instructions write the
- * chunk, each two column blocks.
+ * 16-bit D with beta 0 goes out in 64-column chunks of packed registers:
+ * chunk q of a consumer's tile is columns [64 (q % per_slice), + 64) of
+ * slice q / per_slice, 16 registers a thread, alpha applied.
  */
+template <typename Cfg> struct chunks {
+	static constexpr int per_slice = Cfg::bn / 64;
+	static constexpr int count = Cfg::mi * per_slice;
+};
+
 template <typename Cfg, typename O>
-__device__ __forceinline__ void stage_packed(const float (&a)[Cfg::n_acc],
-					     uint32_t ch, float alpha,
+__device__ __forceinline__ void
+pack_chunk(const float (&acc)[Cfg::mi][Cfg::n_acc], int q, float alpha,
+	   uint32_t (&v)[16])
+{
+	const int i = q / chunks<Cfg>::per_slice;
+	const int b = 32 * (q % chunks<Cfg>::per_slice);
+
+#pragma unroll
+	for (int j = 0; j < 16; j++)
+		v[j] = gemmd_type<O>::pack2(alpha * acc[i][b + 2 * j],
+					    alpha * acc[i][b + 2 * j + 1]);
+}
+
+/*
+ * One warp's 16 rows of a packed chunk: the registers of column block j
+ * (rows r and r + 8 of the warp) are two 8x8 matrices as stmatrix takes
+ * them, so four instructions write the chunk, each two column blocks.
+ */
+__device__ __forceinline__ void stage_packed(const uint32_t (&v)[16],
 					     uint32_t buf, uint32_t lane)
 {
 	/* Lane l addresses row l % 8 of matrix l / 8: block 2q + m / 2. */
@@ -484,19 +531,9 @@ __device__ __forceinline__ void stage_packed(const float (&a)[Cfg::n_acc],
 	const uint32_t r = 8 * (m & 1) + lane % 8;
 
 #pragma unroll
-	for (uint32_t q = 0; q < 4; q++) {
-		const uint32_t b = ch * 32 + 8 * q;
-
-		stmatrix_x4(buf + swizzle128(r, 2 * q + m / 2),
-			    gemmd_type<O>::pack2(alpha * a[b],
-						 alpha * a[b + 1]),
-			    gemmd_type<O>::pack2(alpha * a[b + 2],
-						 alpha * a[b + 3]),
-			    gemmd_type<O>::pack2(alpha * a[b + 4],
-						 alpha * a[b + 5]),
-			    gemmd_type<O>::pack2(alpha * a[b + 6],
-						 alpha * a[b + 7]));
-	}
+	for (uint32_t q = 0; q < 4; q++)
+		stmatrix_x4(buf + swizzle128(r, 2 * q + m / 2), v[4 * q],
+			    v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
 }
 
 /*
@@ -555,54 +592,116 @@ stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
  * D).  A buffer is rewritten only once the store issued from it two
  * chunks ago has finished reading it.
  */
+__device__ __forceinline__ uint32_t chunk_buffer(const sm90_ctx &c, uint32_t wg,
+						 uint32_t tid, uint32_t buf_seq)
+{
+	const uint32_t warp = tid / 32;
+
+	if (tid % 32 == 0)
+		bulk_wait_read<1>();
+	__syncwarp();
+	return c.staging +
+	       ((4 * wg + warp) * 2 + (buf_seq & 1)) * GEMMD_EPI_BUF_BYTES;
+}
+
+/* Hand the staged chunk to TMA, for D at (row, col). */
+__device__ __forceinline__ void chunk_store(const CUtensorMap *tma_d,
+					    uint32_t buf, uint32_t row,
+					    uint32_t col, uint32_t tid,
+					    uint32_t &buf_seq)
+{
+	fence_proxy_async_smem();
+	__syncwarp();
+	if (tid % 32 == 0) {
+		tma_store_2d(tma_d, col, row, buf);
+		bulk_commit();
+	}
+	buf_seq++;
+}
+
+/* Row of D where warp tid / 32 of a consumer starts in slice i. */
+__device__ __forceinline__ uint32_t warp_row(uint32_t row0, int i, uint32_t tid)
+{
+	return row0 + 64 * i + GEMMD_EPI_BOX_ROWS * (tid / 32);
+}
+
+/* Stage and store packed chunk q of the tile at (row0, col0). */
+template <typename Cfg>
+__device__ __forceinline__ void
+store_chunk(const sm90_ctx &c, const CUtensorMap *tma_d,
+	    const uint32_t (&v)[16], int q, uint32_t row0, uint32_t col0,
+	    uint32_t tid, uint32_t wg, uint32_t &buf_seq)
+{
+	const uint32_t row = warp_row(row0, q / chunks<Cfg>::per_slice, tid);
+	const uint32_t col = col0 + 64 * (q % chunks<Cfg>::per_slice);
+	const uint32_t buf = chunk_buffer(c, wg, tid, buf_seq);
+
+	stage_packed(v, buf, tid % 32);
+	chunk_store(tma_d, buf, row, col, tid, buf_seq);
+}
+
+/* Chunks [from, to) straight from the accumulators. */
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+store_chunks(const sm90_ctx &c, const CUtensorMap *tma_d,
+	     const float (&acc)[Cfg::mi][Cfg::n_acc], float alpha, int from,
+	     int to, uint32_t row0, uint32_t col0, uint32_t tid, uint32_t wg,
+	     uint32_t &buf_seq)
+{
+	/* Unrolled: registers are indexed with constants only. */
+#pragma unroll
+	for (int q = 0; q < chunks<Cfg>::count; q++) {
+		uint32_t v[16];
+
+		if (q < from || q >= to)
+			continue;
+		pack_chunk<Cfg, O>(acc, q, alpha, v);
+		store_chunk<Cfg>(c, tma_d, v, q, row0, col0, tid, wg, buf_seq);
+	}
+}
+
+template <typename Cfg, typename O>
+__device__ __forceinline__ void
+store_general(const sm90_ctx &c, const gemm_args &args,
+	      const CUtensorMap *tma_d, const float (&acc)[Cfg::mi][Cfg::n_acc],
+	      uint32_t row0, uint32_t col0, uint32_t tid, uint32_t wg,
+	      uint32_t &buf_seq)
+{
+	constexpr uint32_t cols = 128 / sizeof(O); /* per chunk */
+
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++) {
+		const uint32_t row = warp_row(row0, i, tid);
+
+#pragma unroll
+		for (uint32_t ch = 0; ch < Cfg::bn / cols; ch++) {
+			const uint32_t buf = chunk_buffer(c, wg, tid, buf_seq);
+			const uint32_t col = col0 + ch * cols;
+
+			stage_general<Cfg, O>(args, acc[i], ch, buf, tid % 32,
+					      row, col);
+			chunk_store(tma_d, buf, row, col, tid, buf_seq);
+		}
+	}
+}
+
 template <typename Cfg, typename O>
 __device__ __forceinline__ void
 store_tma(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
 	  const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0, uint32_t col0,
 	  uint32_t tid, uint32_t wg, uint32_t &buf_seq)
 {
-	constexpr uint32_t cols = 128 / sizeof(O); /* per chunk */
-	const uint32_t warp = tid / 32, lane = tid % 32;
-	const uint32_t bufs =
-		c.staging + (4 * wg + warp) * 2 * GEMMD_EPI_BUF_BYTES;
-	const bool packed = sizeof(O) == 2 && args.beta == 0.0f;
-
-#pragma unroll
-	for (int i = 0; i < Cfg::mi; i++) {
-		const uint32_t grow = row0 + 64 * i + GEMMD_EPI_BOX_ROWS * warp;
-
-		/* Unrolled: acc must be indexed with constants only. */
-#pragma unroll
-		for (uint32_t ch = 0; ch < Cfg::bn / cols; ch++) {
-			const uint32_t buf =
-				bufs + (buf_seq & 1) * GEMMD_EPI_BUF_BYTES;
-			const uint32_t col = col0 + ch * cols;
-
-			if (lane == 0)
-				bulk_wait_read<1>();
-			__syncwarp();
-			if constexpr (sizeof(O) == 2) {
-				if (packed)
-					stage_packed<Cfg, O>(acc[i], ch,
-							     args.alpha, buf,
-							     lane);
-				else
-					stage_general<Cfg, O>(args, acc[i], ch,
-							      buf, lane, grow,
-							      col);
-			} else {
-				stage_general<Cfg, O>(args, acc[i], ch, buf,
-						      lane, grow, col);
-			}
-			fence_proxy_async_smem();
-			__syncwarp();
-			if (lane == 0) {
-				tma_store_2d(tma_d, col, grow, buf);
-				bulk_commit();
-			}
-			buf_seq++;
+	if constexpr (sizeof(O) == 2) {
+		/* 16-bit D and no C: packed, four stmatrix a chunk. */
+		if (args.beta == 0.0f) {
+			store_chunks<Cfg, O>(c, tma_d, acc, args.alpha, 0,
+					     chunks<Cfg>::count, row0, col0,
+					     tid, wg, buf_seq);
+			return;
 		}
 	}
+	store_general<Cfg, O>(c, args, tma_d, acc, row0, col0, tid, wg,
+			      buf_seq);
 }
 
 template <typename Cfg, typename O>
@@ -642,6 +741,92 @@ epilogue(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
 
 /* ---- consumers ----------------------------------------------------------- */
 
+/*
+ * A tile whose store waits for the next tile's first wgmmas: with 16-bit
+ * D, no C and the TMA epilogue, a consumer stores the first chunks of a
+ * tile at once and packs the last `later` into registers, to stage and
+ * store them while the tensor cores start on the next tile.  Three
+ * quarters of the tile (48 registers beside the accumulators) is what
+ * fits in the consumers' 232 without spilling; all of it does not.
+ */
+template <typename Cfg> struct deferred_store {
+	static constexpr int later = chunks<Cfg>::count * 3 / 4;
+	static constexpr int first = chunks<Cfg>::count - later;
+	uint32_t v[later][16];
+	uint32_t row0, col0;
+	bool pending;
+};
+
+template <typename Cfg, typename O>
+__device__ __forceinline__ void defer_store_as(
+	const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0, uint32_t col0,
+	uint32_t tid, uint32_t wg, uint32_t &buf_seq, deferred_store<Cfg> &ds)
+{
+	using DS = deferred_store<Cfg>;
+
+	store_chunks<Cfg, O>(c, tma_d, acc, args.alpha, 0, DS::first, row0,
+			     col0, tid, wg, buf_seq);
+#pragma unroll
+	for (int j = 0; j < DS::later; j++)
+		pack_chunk<Cfg, O>(acc, DS::first + j, args.alpha, ds.v[j]);
+	ds.row0 = row0;
+	ds.col0 = col0;
+	ds.pending = true;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void
+defer_store(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	    const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0,
+	    uint32_t col0, uint32_t tid, uint32_t wg, uint32_t &buf_seq,
+	    deferred_store<Cfg> &ds)
+{
+	if (args.out == GEMMD_OUT_FP16)
+		defer_store_as<Cfg, __half>(c, args, tma_d, acc, row0, col0,
+					    tid, wg, buf_seq, ds);
+	else
+		defer_store_as<Cfg, __nv_bfloat16>(c, args, tma_d, acc, row0,
+						   col0, tid, wg, buf_seq, ds);
+}
+
+[[maybe_unused]] __device__ __forceinline__ bool defers(const gemm_args &args)
+{
+	return args.epilogue == GEMMD_EPILOGUE_TMA &&
+	       args.out != GEMMD_OUT_FP32 && args.beta == 0.0f;
+}
+
+/*
+ * mainloop()'s hook that stores the deferred chunks.  Not a lambda: its
+ * call must be inlined, or the registers go to local memory.
+ */
+template <typename Cfg> struct store_deferred {
+	deferred_store<Cfg> &ds;
+	const sm90_ctx &c;
+	const CUtensorMap *tma_d;
+	uint32_t tid, wg;
+	uint32_t &buf_seq;
+
+	__device__ __forceinline__ void operator()() const
+	{
+		using DS = deferred_store<Cfg>;
+
+		if (!ds.pending)
+			return;
+#pragma unroll
+		for (int j = 0; j < DS::later; j++)
+			store_chunk<Cfg>(c, tma_d, ds.v[j], DS::first + j,
+					 ds.row0, ds.col0, tid, wg, buf_seq);
+		ds.pending = false;
+	}
+};
+
+template <typename Cfg> struct no_hook {
+	__device__ __forceinline__ void operator()() const
+	{
+	}
+};
+
 /* ws and cooperative: both consumers on every tile, wg_rows rows each. */
 template <typename T, typename Cfg>
 __device__ __forceinline__ void
@@ -651,25 +836,35 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 	const uint32_t tid = threadIdx.x % 128;
 	const uint32_t lane = tid % 32;
 	const bool warp0 = tid < 32;
+	const bool defer = defers(args);
 	float acc[Cfg::mi][Cfg::n_acc];
 	pipe_state p = { 0, 0 };
 	uint32_t prev = 0, buf_seq = 0;
+	deferred_store<Cfg> ds = {};
 	descs<Cfg> d;
+	const store_deferred<Cfg> flush = { ds, c, tma_d, tid, wg, buf_seq };
 
 	make_descs<Cfg>(c, wg * Cfg::wg_rows, d);
 #pragma unroll 1
 	for (uint32_t u = c.cluster; u < c.sched.units; u += c.clusters) {
-		uint32_t tm, tn;
-		const bool inside =
-			gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+		uint32_t tm, tn, row0, col0;
 
-		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0);
+		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush);
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
-		if (inside)
-			epilogue<Cfg>(c, args, tma_d, acc,
-				      tm * Cfg::bm + wg * Cfg::wg_rows,
-				      tn * Cfg::bn, tid, wg, buf_seq);
+		/* Where the tile goes, only now: fewer registers in the loop. */
+		if (!gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn))
+			continue;
+		row0 = tm * Cfg::bm + wg * Cfg::wg_rows;
+		col0 = tn * Cfg::bn;
+		/* The last tile has nothing to overlap with: store it now. */
+		if (defer && u + c.clusters < c.sched.units)
+			defer_store<Cfg>(c, args, tma_d, acc, row0, col0, tid,
+					 wg, buf_seq, ds);
+		else
+			epilogue<Cfg>(c, args, tma_d, acc, row0, col0, tid, wg,
+				      buf_seq);
 	}
+	flush();
 	if (lane == 0)
 		bulk_wait<0>();
 }
@@ -727,7 +922,8 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 			gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
 
 		order_wait(c, 0, wg, order_phase);
-		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0);
+		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0,
+				 no_hook<Cfg>());
 		order_arrive(c, 0, wg, tid);
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
 		/* The other consumer's k-tiles come next in the ring. */
@@ -787,8 +983,8 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 
 /*
  * A mis-planned launch must not run off shared memory or mistake its
- * cluster; and consumers release a slot one k-tile late, so a ring of
- * one would deadlock.
+ * cluster; consumers release a slot one k-tile late, so a ring of one
+ * would deadlock; and every tile has a k-tile (the daemon takes k >= 1).
  */
 template <typename Cfg>
 __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
@@ -799,7 +995,7 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		(args.epilogue == GEMMD_EPILOGUE_TMA ? GEMMD_SMEM_EPILOGUE : 0);
 	extern __shared__ __align__(16) uint8_t smem[];
 
-	return c.stages >= 2 && c.stages <= Cfg::max_stages &&
+	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
 	       end <= smem_u32(smem) + dynamic_smem_size() &&
 	       c.cx == sreg_cluster_nctaid_x() &&
 	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
