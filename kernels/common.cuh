@@ -308,12 +308,6 @@ template <int N> GEMMD_DEV void bulk_wait_read(void)
 	asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 
-/* Until at most N store groups are still writing global memory. */
-template <int N> GEMMD_DEV void bulk_wait(void)
-{
-	asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-
 /* ---- clusters ------------------------------------------------------------ */
 
 GEMMD_DEV uint32_t cluster_ctarank(void)

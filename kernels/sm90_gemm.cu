@@ -865,8 +865,13 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 				      buf_seq);
 	}
 	flush();
+	/*
+	 * Only until the stores have read their staging buffers: the
+	 * writes themselves complete with the grid, and waiting for them
+	 * here would add their latency to the kernel's tail.
+	 */
 	if (lane == 0)
-		bulk_wait<0>();
+		bulk_wait_read<0>();
 }
 
 /*
@@ -937,7 +942,7 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		order_phase ^= 1;
 	}
 	if (lane == 0)
-		bulk_wait<0>();
+		bulk_wait_read<0>(); /* as in consumer_split() */
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
