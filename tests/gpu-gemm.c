@@ -29,7 +29,8 @@
  * every value of every dimension at least once (each cluster shape, stage
  * class, epilogue, output type, order and shape), plus two within
  * tolerance (normal and uniform inputs); --full runs every combination
- * with randint inputs.  randint inputs make fp32 accumulation exact: the
+ * with randint inputs.  Persistent kernels also run two randint cases on
+ * 4000x4040x320, several tiles per CTA.  randint inputs make fp32 accumulation exact: the
  * kernels must then match the reference rounded to the output type bit
  * for bit.  Every case must have zero mismatches, NaN, Inf and unwritten
  * elements.  One deliberately broken launch (half the grid) must fail
@@ -66,6 +67,13 @@ static const struct shape shapes[] = {
 	{ 256, 384, 64 }, /* short K: one k-tile */
 	{ 64, 64, 64 }, /* tiny: less than one tile */
 };
+
+/*
+ * More tiles than a GPU has SMs, for the persistent kernels: about four
+ * per CTA for the largest tile on 132 SMs, ragged edges, and five
+ * k-tiles, so the ring wraps inside tiles and across them.
+ */
+static const struct shape many_tiles = { 4000, 4040, 320 };
 
 static const unsigned int clusters[][2] = {
 	{ 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 4, 1 }, { 1, 4 },
@@ -513,6 +521,39 @@ static void kernel_default(const struct kernel_info *k, const struct offer *o)
 	kernel_case(&c);
 }
 
+/*
+ * The shapes above give no CTA of a persistent kernel a second tile on
+ * an H100 or H200, so two randint cases walk many: 16-bit D without C on
+ * the tma epilogue (stored while the next tile's first k-tile runs) with
+ * the deepest ring and the first cluster of two CTAs, and fp32 D with C
+ * (stored at once) with the shallowest ring on one CTA.
+ */
+static void kernel_many_tiles(const struct kernel_info *k,
+			      const struct offer *o)
+{
+	struct tcase c;
+
+	memset(&c, 0, sizeof(c));
+	c.k = k;
+	c.shape = many_tiles;
+	c.stages = STAGES_MAX;
+	c.cx = o->clusters[MIN(1u, o->n_clusters - 1)][0];
+	c.cy = o->clusters[MIN(1u, o->n_clusters - 1)][1];
+	c.epilogue = o->epilogues[o->n_epilogues - 1]; /* tma if offered */
+	c.out = o->outs[0];
+	c.order = orders[1];
+	c.init = GEMM_INIT_RANDINT;
+	c.mode = GEMM_TIMING_HOT;
+	kernel_case(&c);
+
+	c.stages = STAGES_MIN;
+	c.cx = c.cy = 1;
+	c.out = o->outs[MIN(1u, o->n_outs - 1)];
+	c.order = orders[2];
+	c.scaled = true;
+	kernel_case(&c);
+}
+
 /* Every combination, randint inputs: case i read as a mixed-radix number. */
 static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
@@ -580,6 +621,8 @@ static void run_matrix(bool full)
 			kernel_full(k, &o);
 		else
 			kernel_default(k, &o);
+		if (k->persistent)
+			kernel_many_tiles(k, &o);
 		printf("%-4s %s\n", check_failures == failed ? "ok" : "FAIL",
 		       k->name);
 	}
