@@ -1,0 +1,121 @@
+#!/bin/sh
+# Kernel builds side by side on one GPU: this build's SM90 kernels against
+# those of other git revisions, each served by its own gemmd, every job
+# asked of each in turn.  Every other round takes the daemons in reverse
+# order: the first one asked reads up to 1 us slow on small jobs
+# (docs/perf.md, 2026-11-22 session 5, run 8).
+#   bench/ab.sh BUILD_DIR JOBS_FILE REV...
+#   ROUNDS=4 bench/ab.sh ...                     (default 2)
+# JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds the
+# ratio).  For each REV, kernels/ of that revision is compiled with the
+# build's nvcc flags into every SM90 cubin the build has; the rest of
+# its catalog is the build's own.
+set -eu
+usage="usage: ab.sh BUILD_DIR JOBS_FILE REV..."
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?$usage}" && pwd)
+jobs=$(cd "$(dirname "${2:?$usage}")" && pwd)/$(basename "$2")
+shift 2
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+tmp=$(mktemp -d)
+pids=""
+trap 'kill $pids 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# The build's compiler and flags, as its Makefile has them.
+nvcc_cmd=$(printf 'ab-print:\n\t@echo $(NVCC) $(NVCC_GENCODE) $(NVCCFLAGS)\n' |
+	make -s -C "$build" -f Makefile -f - ab-print)
+
+# build_rev REV DIR: REV's SM90 kernels, the build's other cubins.
+build_rev() {
+	mkdir -p "$2/src" "$2/k"
+	cp "$build"/kernels/*.cubin "$2/k/"
+	for f in sm90_gemm.cu common.cuh gemm-abi.h sched.cuh sm80.cuh; do
+		git -C "$here/.." show "$1:kernels/$f" >"$2/src/$f"
+	done
+	for c in "$build"/kernels/gemmd_ws_*.cubin \
+		"$build"/kernels/gemmd_cooperative_*.cubin \
+		"$build"/kernels/gemmd_pingpong_*.cubin; do
+		basename "$c" .cubin
+	done | sed 's/^gemmd_\([a-z]*\)_\([a-z0-9]*\)_\([a-z]*\)_\([0-9]*\)x\([0-9]*\)x\([0-9]*\)$/\1 \2 \3 \4 \5 \6/' |
+		xargs -P "$(nproc)" -L 1 sh -c '
+			$0 -I"$1/src" -DGEMMD_SCHED=$2 -DGEMMD_DTYPE=$3 \
+				-DGEMMD_LAYOUT=$4 -DGEMMD_BM=$5 -DGEMMD_BN=$6 \
+				-DGEMMD_BK=$7 -cubin \
+				-o "$1/k/gemmd_$2_$3_$4_$5x$6x$7.cubin" \
+				"$1/src/sm90_gemm.cu"' "$nvcc_cmd" "$2"
+}
+
+# start NAME KERNEL_DIR: a gemmd on a free port; its URL in $tmp/NAME.url.
+start() {
+	"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/$1.state" \
+		--kernel-dir "$2" >"$tmp/$1.log" 2>&1 &
+	pids="$pids $!"
+	for _ in $(seq 100); do
+		u=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/$1.log")
+		[ -n "$u" ] && curl -sf "$u/v1/devices" | grep -q '"state": "ready"' &&
+			break
+		sleep 0.3
+	done
+	[ -n "$u" ] || { echo "gemmd for $1 did not start" >&2; exit 1; }
+	echo "$u" >"$tmp/$1.url"
+}
+
+names="build"
+start build "$build/kernels"
+for rev in "$@"; do
+	name=$(git -C "$here/.." rev-parse --short "$rev")
+	build_rev "$rev" "$tmp/$name"
+	start "$name" "$tmp/$name/k"
+	names="$names $name"
+done
+
+: >"$tmp/rows"
+for r in $(seq "${ROUNDS:-2}"); do
+	order=$names
+	[ $((r % 2)) -eq 0 ] && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
+	i=0
+	while IFS= read -r job; do
+		i=$((i + 1))
+		[ -n "$job" ] || continue
+		for name in $order; do
+			printf '%s\t%s\t%s\t' "$i" "$name" "$r" >>"$tmp/rows"
+			curl -s -X POST "$(cat "$tmp/$name.url")/v1/jobs?wait=600" \
+				-d "$job" | tr -d '\n' >>"$tmp/rows"
+			echo >>"$tmp/rows"
+		done
+	done <"$jobs"
+done
+
+python3 - "$tmp/rows" "$jobs" $names <<'PY'
+import json, sys
+rows, jobs, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+lines = [l for l in open(jobs).read().splitlines() if l.strip()]
+res = {}
+for l in open(rows):
+    i, name, r, body = l.rstrip("\n").split("\t", 3)
+    try:
+        j = json.loads(body)
+    except ValueError:
+        j = {}
+    res.setdefault((int(i), name), []).append(j)
+print("| job | " + " | ".join(n + " µs" for n in names) + " | cuBLASLt µs |")
+print("| --- |" + " --- |" * (len(names) + 1))
+for i, job in enumerate(lines, 1):
+    cells, lt = [], []
+    for n in names:
+        vals = []
+        for j in res.get((i, n), []):
+            r = j.get("result") or {}
+            if j.get("state") != "done" or not r.get("timing"):
+                err = j.get("error") or {}
+                vals.append("failed: " + str(err.get("message") or
+                                             j.get("reason") or "?")[:40])
+                continue
+            vals.append("%.1f" % r["timing"]["median_us"])
+            b = r.get("baseline") or {}
+            if b.get("timing"):
+                lt.append(b["timing"]["median_us"])
+        cells.append(", ".join(vals))
+    span = "%.1f–%.1f" % (min(lt), max(lt)) if lt else ""
+    print("| %s | %s | %s |" % (job, " | ".join(cells), span))
+PY
