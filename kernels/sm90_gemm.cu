@@ -745,9 +745,11 @@ epilogue(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
  * A tile whose store waits for the next tile's first wgmmas: with 16-bit
  * D, no C and the TMA epilogue, a consumer stores the first chunks of a
  * tile at once and packs the last `later` into registers, to stage and
- * store them while the tensor cores start on the next tile.  Three
- * quarters of the tile (48 registers beside the accumulators) is what
- * fits in the consumers' 232 without spilling; all of it does not.
+ * store them while the tensor cores start on the next tile.  `later` is
+ * three quarters of the chunks, rounded down (3 of 4 for 128x256 and
+ * 256x128: 48 registers beside the accumulators, 2 of 3 for 128x192, 1
+ * of 2 for 128x128): that fits in the consumers' 232 without spilling;
+ * the whole tile does not.
  */
 template <typename Cfg> struct deferred_store {
 	static constexpr int later = chunks<Cfg>::count * 3 / 4;
