@@ -33,9 +33,10 @@
  * late, on every CTA of its cluster row and column: those are the CTAs
  * whose producers may multicast into it.
  *
- * Clusters: cluster_x CTAs along M by cluster_y along N.  CTA (x, 0)
- * loads the A tile of row x and multicasts it to (x, *); CTA (0, y) loads
- * the B tile of column y for (*, y).  Every CTA arms its own full barrier
+ * Clusters: cluster_x CTAs along M by cluster_y along N.  The CTAs
+ * (x, *) share an A tile: CTA (x, y) loads part y of cluster_y of it and
+ * multicasts that to (x, *); likewise CTA (x, y) loads part x of
+ * cluster_x of the B tile of (*, y).  Every CTA arms its own full barrier
  * for the whole stage.  Before exiting, the producer drains the ring and
  * the cluster meets at a barrier, so no peer can still write into or
  * arrive on a CTA that has left.
@@ -164,15 +165,43 @@ __device__ __forceinline__ uint16_t col_mask(const sm90_ctx &c)
 }
 
 /*
- * One operand tile: a K-major tile is one box of (BK, rows); an MN-major
- * tile is rows/64 boxes of (64, BK), chunk_bytes apart.  mask 0 means a
- * local load.
+ * This CTA's share of an operand tile that its multicast group of
+ * `parts` CTAs all read: part `part` of them.  A K-major tile is cut by
+ * rows, each 64-wide chunk of an MN-major tile by k rows; either way a
+ * share is whole 1024-B swizzle atoms (8 rows of 128 B), so it lands
+ * exactly where a load of the whole tile would put it.  Each CTA loads
+ * its share and multicasts it: the group's L2 reads and TMA issues are
+ * spread evenly instead of all falling on one CTA.  The host cuts the
+ * tensor map boxes to match (run_operand_map()).
+ */
+struct share {
+	uint32_t dst; /* byte offset in the tile */
+	int32_t rows, k; /* coordinate offsets */
+};
+
+template <typename Cfg, bool KMAJOR, int ROWS>
+__device__ __forceinline__ share share_of(uint32_t part, uint32_t parts)
+{
+	const uint32_t n = KMAJOR ? ROWS / parts : Cfg::bk / parts;
+	const uint32_t first = part * n;
+
+	return { first * 128, KMAJOR ? (int32_t)first : 0,
+		 KMAJOR ? 0 : (int32_t)first };
+}
+
+/*
+ * A share of an operand tile: a K-major tile is one box of (BK, rows);
+ * an MN-major tile is rows/64 boxes of (64, k rows), chunk_bytes apart.
+ * mask 0 means a local load.
  */
 template <typename Cfg, bool KMAJOR, int ROWS>
-__device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap *map,
-					  int32_t k0, int32_t r0, uint32_t bar,
-					  uint16_t mask)
+__device__ __forceinline__ void
+load_tile(uint32_t dst, const CUtensorMap *map, int32_t k0, int32_t r0,
+	  const share &s, uint32_t bar, uint16_t mask)
 {
+	dst += s.dst;
+	k0 += s.k;
+	r0 += s.rows;
 	if constexpr (KMAJOR) {
 		if (mask)
 			tma_load_2d_mc(dst, map, k0, r0, bar, mask);
@@ -196,9 +225,9 @@ template <typename Cfg>
 __device__ __forceinline__ void
 producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 {
-	/* Who loads what: the leader of each multicast group, or everyone. */
-	const bool load_a = c.cy == 1 || c.cta_y == 0;
-	const bool load_b = c.cx == 1 || c.cta_x == 0;
+	/* A is shared along the cluster's y, B along its x. */
+	const share sa = share_of<Cfg, Cfg::a_kmajor, Cfg::bm>(c.cta_y, c.cy);
+	const share sb = share_of<Cfg, Cfg::b_kmajor, Cfg::bn>(c.cta_x, c.cx);
 	const uint16_t mask_a = c.cy > 1 ? row_mask(c) : 0;
 	const uint16_t mask_b = c.cx > 1 ? col_mask(c) : 0;
 	pipe_state p = { 0, 1 };
@@ -219,16 +248,17 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 			const int32_t k0 = kt * Cfg::bk;
 
 			mbar_wait(c.empty + 8 * p.slot, p.phase);
-			/* Whole stage, also on edge tiles: TMA counts zero-fill. */
+			/*
+			 * The whole stage: the peers' shares land here too,
+			 * and TMA counts zero-filled bytes on edge tiles.
+			 */
 			mbar_arrive_expect_tx(full, Cfg::stage_bytes);
-			if (load_a)
-				load_tile<Cfg, Cfg::a_kmajor, Cfg::bm>(
-					a, tma_a, k0, tm * Cfg::bm, full,
-					mask_a);
-			if (load_b)
-				load_tile<Cfg, Cfg::b_kmajor, Cfg::bn>(
-					a + Cfg::a_bytes, tma_b, k0,
-					tn * Cfg::bn, full, mask_b);
+			load_tile<Cfg, Cfg::a_kmajor, Cfg::bm>(
+				a, tma_a, k0, tm * Cfg::bm, sa, full, mask_a);
+			load_tile<Cfg, Cfg::b_kmajor, Cfg::bn>(a + Cfg::a_bytes,
+							       tma_b, k0,
+							       tn * Cfg::bn, sb,
+							       full, mask_b);
 			pipe_advance(p, c.stages);
 		}
 	}

@@ -750,8 +750,19 @@ static int run_validate_tma(struct run *r)
 	return 0;
 }
 
+/*
+ * Each CTA of a multicast group loads 1/parts of an operand tile
+ * (run_operand_map()): the part must be whole 8-row swizzle atoms.
+ */
+static bool tma_share_ok(bool k_major, unsigned int tile_rows, unsigned int bk,
+			 unsigned int parts)
+{
+	return (k_major ? tile_rows : bk) % (8 * parts) == 0;
+}
+
 static int run_validate_launch(struct run *r)
 {
+	const struct gemm_spec *s = r->spec;
 	const struct gemm_plan *p = r->plan;
 	const unsigned int cx = p->cluster[0], cy = p->cluster[1];
 
@@ -767,6 +778,14 @@ static int run_validate_launch(struct run *r)
 	if (p->persistent && (!p->units || p->units > UINT32_MAX / cx))
 		return run_invalid(r, "persistent plan with %llu work units",
 				   (unsigned long long)p->units);
+	if (r->tma && (!tma_share_ok(layout_a_kmajor(s->layout), p->tile.m,
+				     p->tile.k, cy) ||
+		       !tma_share_ok(layout_b_kmajor(s->layout), p->tile.n,
+				     p->tile.k, cx)))
+		return run_invalid(r,
+				   "tile %ux%ux%u cannot be cut among a %ux%u "
+				   "cluster in whole 8-row swizzle atoms",
+				   p->tile.m, p->tile.n, p->tile.k, cx, cy);
 	return 0;
 }
 
@@ -922,28 +941,31 @@ static int run_tensor_map(struct run *r, CUtensorMap *map, enum gemm_dtype type,
 
 /*
  * An operand of rows (m for A, n for B) by k.  K-major: k elements per
- * row, one box is the whole BK x tile_rows k-tile.  MN-major: rows
- * elements per row of k, boxes of 64 x BK, one per 64-wide chunk of the
- * tile (the kernel issues tile_rows / 64 loads).
+ * row, a box of BK x tile_rows / parts.  MN-major: rows elements per row
+ * of k, boxes of 64 x BK / parts, one per 64-wide chunk of the tile (the
+ * kernel issues tile_rows / 64 loads).  parts is the cluster side that
+ * multicasts this operand: each CTA of it loads 1/parts of the tile
+ * (kernels/sm90_gemm.cu, share_of()); 1 loads the whole tile.
  */
 static int run_operand_map(struct run *r, CUtensorMap *map, CUdeviceptr p,
 			   bool k_major, uint64_t rows, unsigned int tile_rows,
-			   const char *what)
+			   unsigned int parts, const char *what)
 {
 	const struct gemm_spec *s = r->spec;
 	const unsigned int bk = r->plan->tile.k;
 
 	if (k_major)
 		return run_tensor_map(r, map, s->dtype, p, s->k, rows, bk,
-				      tile_rows, what);
-	return run_tensor_map(r, map, s->dtype, p, rows, s->k, TMA_BOX_64, bk,
-			      what);
+				      tile_rows / parts, what);
+	return run_tensor_map(r, map, s->dtype, p, rows, s->k, TMA_BOX_64,
+			      bk / parts, what);
 }
 
 /*
  * The kernel's tensor maps; those it does not use stay zero (they are
- * still passed).  tma_d, for the tma epilogue: D as n x m rows, boxes of
- * one 128-byte row (64 16-bit or 32 fp32 columns) by one warp's rows.
+ * still passed).  A is multicast along the cluster's y, B along its x.
+ * tma_d, for the tma epilogue: D as n x m rows, boxes of one 128-byte
+ * row (64 16-bit or 32 fp32 columns) by one warp's rows.
  */
 static int run_maps(struct run *r)
 {
@@ -954,11 +976,11 @@ static int run_maps(struct run *r)
 	if (!r->tma)
 		return 0;
 	e = run_operand_map(r, &r->tma_a, r->a, layout_a_kmajor(s->layout),
-			    s->m, p->tile.m, "tensor map of A");
+			    s->m, p->tile.m, p->cluster[1], "tensor map of A");
 	if (!e)
 		e = run_operand_map(r, &r->tma_b, r->b,
 				    layout_b_kmajor(s->layout), s->n, p->tile.n,
-				    "tensor map of B");
+				    p->cluster[0], "tensor map of B");
 	if (!e && p->epilogue == GEMM_EPILOGUE_TMA)
 		e = run_tensor_map(r, &r->tma_d, s->out, r->d, s->n, s->m,
 				   TMA_SWIZZLE_BYTES / r->out_size,
