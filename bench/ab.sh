@@ -9,7 +9,9 @@
 # JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds the
 # ratio).  For each REV, kernels/ of that revision is compiled with the
 # build's nvcc flags into every SM90 cubin the build has; the rest of
-# its catalog is the build's own.
+# its catalog is the build's own.  Where REV's worker differs from this
+# tree's (the launch and the tensor maps must match the kernels), REV is
+# checked out beside and its worker built and used too.
 set -eu
 usage="usage: ab.sh BUILD_DIR JOBS_FILE REV..."
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +21,10 @@ shift 2
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
 tmp=$(mktemp -d)
 pids=""
-trap 'kill $pids 2>/dev/null; rm -rf "$tmp"' EXIT
+trees=""
+trap 'kill $pids 2>/dev/null
+	for t in $trees; do git -C "$here/.." worktree remove --force "$t"; done
+	rm -rf "$tmp"' EXIT
 
 # The build's compiler and flags, as its Makefile has them.
 nvcc_cmd=$(printf 'ab-print:\n\t@echo $(NVCC) $(NVCC_GENCODE) $(NVCCFLAGS)\n' |
@@ -45,10 +50,25 @@ build_rev() {
 				"$1/src/sm90_gemm.cu"' "$nvcc_cmd" "$2"
 }
 
-# start NAME KERNEL_DIR: a gemmd on a free port; its URL in $tmp/NAME.url.
+# worker_rev REV DIR: the worker to serve REV's kernels with, on stdout.
+worker_rev() {
+	if git -C "$here/.." diff --quiet "$1" -- daemon/worker kernels/gemm-abi.h; then
+		echo "$build/daemon/gemmd-worker"
+		return
+	fi
+	git -C "$here/.." worktree add -q --detach "$2/tree" "$1" >&2
+	(cd "$2/tree" && autoreconf -fi && ./configure &&
+		make -j"$(nproc)" daemon/gemmd-worker) >"$2/worker.log" 2>&1 ||
+		{ tail -20 "$2/worker.log" >&2; exit 1; }
+	echo "$2/tree/daemon/gemmd-worker"
+}
+
+# start NAME KERNEL_DIR [WORKER]: a gemmd on a free port; its URL in
+# $tmp/NAME.url.
 start() {
 	"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/$1.state" \
-		--kernel-dir "$2" >"$tmp/$1.log" 2>&1 &
+		--kernel-dir "$2" --worker "${3:-$build/daemon/gemmd-worker}" \
+		>"$tmp/$1.log" 2>&1 &
 	pids="$pids $!"
 	for _ in $(seq 100); do
 		u=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/$1.log")
@@ -65,7 +85,9 @@ start build "$build/kernels"
 for rev in "$@"; do
 	name=$(git -C "$here/.." rev-parse --short "$rev")
 	build_rev "$rev" "$tmp/$name"
-	start "$name" "$tmp/$name/k"
+	worker=$(worker_rev "$rev" "$tmp/$name")
+	[ -d "$tmp/$name/tree" ] && trees="$trees $tmp/$name/tree"
+	start "$name" "$tmp/$name/k" "$worker"
 	names="$names $name"
 done
 
