@@ -36,6 +36,8 @@
  *   min_stages, max_stages
  *   cluster     the largest cluster (x * y CTAs) the kernel accepts
  *   persistent  1: the grid is sized by occupancy, not by the tile count
+ *   pdl         1: waits for the launch before it (griddepcontrol), so a
+ *               job may launch it with programmatic dependent launch
  *   epilogue    the epilogue modes it has, comma-separated
  *   out         the output types it has, comma-separated
  *   arch        the oldest architecture its code would run on
@@ -47,7 +49,7 @@
 #define GEMMD_KERNEL_NOTE(...) GEMMD_KERNEL_NOTE_(__VA_ARGS__)
 #define GEMMD_KERNEL_NOTE_(entry, sched, dtype, layout, bm, bn, bk, threads,  \
 			  smem_stage, min_stages, max_stages, cluster,        \
-			  persistent, epilogues, arch)                        \
+			  persistent, pdl, epilogues, arch)                   \
 	extern "C" __device__ const char gemmd_meta_##entry[] =              \
 		"kernel=" #entry " schedule=" #sched " dtype=" #dtype        \
 		" layout=" #layout " tile=" #bm "x" #bn "x" #bk              \
@@ -55,7 +57,8 @@
 		" smem_fixed=" GEMMD_STR(GEMMD_SMEM_FIXED)                   \
 		" smem_stage=" #smem_stage " min_stages=" #min_stages        \
 		" max_stages=" #max_stages " cluster=" #cluster              \
-		" persistent=" #persistent " epilogue=" epilogues            \
+		" persistent=" #persistent " pdl=" #pdl                      \
+		" epilogue=" epilogues                                       \
 		" smem_epilogue=32768"                                       \
 		" out=bf16,fp16,fp32 arch=" #arch
 /* clang-format on */
@@ -237,6 +240,28 @@ GEMMD_DEV void mbar_wait(uint32_t bar, uint32_t parity)
 {
 	while (!mbar_try_wait(bar, parity))
 		;
+}
+
+/* ---- programmatic dependent launch --------------------------------------- */
+
+/*
+ * Let the grids launched after this one with programmatic stream
+ * serialization be scheduled: once every CTA of this grid has said so (or
+ * exited), theirs may take SMs as they free up.
+ */
+GEMMD_DEV void griddep_launch_dependents(void)
+{
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+/*
+ * Wait until the grids this one depends on have completed and their
+ * memory operations are visible.  A no-op for a grid launched without
+ * programmatic stream serialization.
+ */
+GEMMD_DEV void griddep_wait(void)
+{
+	asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
 /* ---- TMA (cp.async.bulk.tensor) ------------------------------------------ */

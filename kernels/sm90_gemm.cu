@@ -1067,6 +1067,18 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 		cluster_sync();
 	else
 		__syncthreads();
+	/*
+	 * Launched with programmatic dependent launch (the job's "pdl"),
+	 * this grid may have started while the launch before it still runs:
+	 * in a timed batch, the same GEMM writing the same D.  Everything
+	 * above touched only this CTA's shared memory and the parameters;
+	 * nothing below loads A, B or C or stores D before that grid has
+	 * completed and its writes are visible.  The next launch may then
+	 * be scheduled, to wait likewise.  Without the attribute neither
+	 * instruction does anything.
+	 */
+	griddep_launch_dependents();
+	griddep_wait();
 
 	if (wg == 0) {
 		setmaxnreg_dec<producer_regs>();
@@ -1130,8 +1142,8 @@ static_assert(gemmd_cfg::persistent == GEMMD_NOTE_PERSISTENT,
 
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM,
 		  GEMMD_BN, GEMMD_BK, 384, GEMMD_NOTE_STAGE, 2,
-		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, "direct,tma",
-		  sm_90a);
+		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, 1,
+		  "direct,tma", sm_90a);
 
 extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
 	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,
