@@ -363,8 +363,10 @@ static void print_problem(const json_t *spec)
 							       "");
 }
 
-static void print_plan(const json_t *plan)
+/* pdl: the job's launches may overlap (spec.kernel.pdl). */
+static void print_plan(const json_t *plan, const json_t *spec)
 {
+	const json_t *kernel = json_object_get(spec, "kernel");
 	char grid[48], block[48], cluster[48], stages[32];
 	json_int_t smem = 0;
 
@@ -372,7 +374,10 @@ static void print_plan(const json_t *plan)
 		field("kernel:", "-");
 		return;
 	}
-	field("kernel:", "%s", jstr(plan, "kernel") ?: "-");
+	field("kernel:", "%s%s", jstr(plan, "kernel") ?: "-",
+	      json_is_true(json_object_get(kernel, "pdl")) ?
+		      " (programmatic dependent launch)" :
+		      "");
 	jint(plan, "smem_bytes", &smem);
 	field("launch:",
 	      "%s stages, grid %s, block %s, cluster %s, %" JSON_INTEGER_FORMAT
@@ -602,7 +607,7 @@ void ctl_print_job(const json_t *job)
 		field("label:", "%s", label);
 	print_state(job);
 	print_problem(json_object_get(job, "spec"));
-	print_plan(json_object_get(job, "plan"));
+	print_plan(json_object_get(job, "plan"), json_object_get(job, "spec"));
 	print_device(json_object_get(job, "device"));
 	print_result(job);
 	for (i = 0; i < ARRAY_SIZE(times); i++) {

@@ -157,6 +157,11 @@ struct gemm_spec {
 	enum gemm_raster raster;
 	unsigned int swizzle; /* 0: the plan picks; else 1, 2, 4, 8 */
 	enum gemm_epilogue epilogue;
+	/*
+	 * Programmatic dependent launch: each launch of ours may start
+	 * while the one before it finishes (kernels with "pdl" only).
+	 */
+	bool pdl;
 	double alpha, beta; /* D = alpha * A * B + beta * C */
 	unsigned int warmup;
 	unsigned int iterations; /* 0: the stopping rule below decides */

@@ -46,14 +46,22 @@ static bool kernel_has_epilogue(const struct kernel_info *k,
 	       (k->epilogues & KERNEL_BIT(spec->epilogue));
 }
 
+/* PDL needs a kernel that waits for the grid before it. */
+static bool kernel_has_pdl(const struct kernel_info *k,
+			   const struct gemm_spec *spec)
+{
+	return !spec->pdl || k->pdl;
+}
+
 /*
- * What the kernel must also offer: the output type, the epilogue and the
- * cluster size, so that a tile picked for the job can run it.
+ * What the kernel must also offer: the output type, the epilogue, PDL
+ * and the cluster size, so that a tile picked for the job can run it.
  */
 static bool kernel_offers(const struct kernel_info *k,
 			  const struct gemm_spec *spec)
 {
 	return kernel_has_out(k, spec) && kernel_has_epilogue(k, spec) &&
+	       kernel_has_pdl(k, spec) &&
 	       spec->cluster_x * spec->cluster_y <= k->cluster_max;
 }
 
@@ -118,14 +126,14 @@ static const char *describe(const struct gemm_spec *spec, char *buf, size_t len)
 
 /*
  * Why pick_kernel() found nothing: the first term that no kernel meets,
- * in the order kernel, output type, epilogue, cluster.  For the cluster,
- * the kernel that takes the largest one is named with its limit.
+ * in the order kernel, output type, epilogue, PDL, cluster.  For the
+ * cluster, the kernel that takes the largest one is named with its limit.
  */
 static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		     struct gemmd_error *err)
 {
 	const struct kernel_info *widest = NULL;
-	bool any = false, out = false;
+	bool any = false, out = false, epilogue = false;
 	char what[96];
 	size_t i;
 
@@ -138,7 +146,10 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		if (!kernel_has_out(k, spec))
 			continue;
 		out = true;
-		if (kernel_has_epilogue(k, spec) &&
+		if (!kernel_has_epilogue(k, spec))
+			continue;
+		epilogue = true;
+		if (kernel_has_pdl(k, spec) &&
 		    (!widest || k->cluster_max > widest->cluster_max))
 			widest = k;
 	}
@@ -152,12 +163,18 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		return gemmd_error_set(err, 422, "unsupported", "out_dtype",
 				       "no %s writes %s output", what,
 				       gemm_dtype_to_string(spec->out));
-	if (!widest)
+	if (!epilogue)
 		return gemmd_error_set(
 			err, 422, "unsupported", "kernel.epilogue",
 			"no %s has the %s epilogue with %s output", what,
 			gemm_epilogue_to_string(spec->epilogue),
 			gemm_dtype_to_string(spec->out));
+	if (!widest)
+		return gemmd_error_set(err, 422, "unsupported", "kernel.pdl",
+				       "no %s waits for the launch before it, "
+				       "as programmatic dependent launch needs "
+				       "(ws, cooperative and pingpong do)",
+				       what);
 	return gemmd_error_set(err, 422, "unsupported", "kernel.cluster",
 			       "cluster %ux%u is %u CTAs: %s accepts "
 			       "clusters of at most %u",

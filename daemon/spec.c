@@ -411,11 +411,17 @@ static int parse_epilogue(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
+static int parse_pdl(json_t *v, const char *path, struct gemm_spec *spec,
+		     struct gemmd_error *err)
+{
+	return get_bool(v, path, &spec->pdl, err);
+}
+
 static const struct field kernel_fields[] = {
 	{ "schedule", parse_schedule }, { "tile", parse_tile },
 	{ "stages", parse_stages },	{ "cluster", parse_cluster },
 	{ "raster", parse_raster },	{ "swizzle", parse_swizzle },
-	{ "epilogue", parse_epilogue },
+	{ "epilogue", parse_epilogue }, { "pdl", parse_pdl },
 };
 
 static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
@@ -800,7 +806,7 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 	if (spec->tile.m)
 		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
 	return json_pack(
-		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s}", "schedule",
+		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b}", "schedule",
 		gemm_schedule_to_string(spec->schedule), "tile",
 		t ? t : json_null(), "stages",
 		spec->stages ? json_integer(spec->stages) : json_null(),
@@ -808,7 +814,8 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 		(json_int_t)spec->cluster_y, "raster",
 		gemm_raster_to_string(spec->raster), "swizzle",
 		spec->swizzle ? json_integer(spec->swizzle) : json_null(),
-		"epilogue", gemm_epilogue_to_string(spec->epilogue));
+		"epilogue", gemm_epilogue_to_string(spec->epilogue), "pdl",
+		spec->pdl);
 }
 
 json_t *spec_to_json(const struct gemm_spec *spec)

@@ -109,6 +109,7 @@ struct tcase {
 	enum gemm_dtype out;
 	struct order order;
 	bool scaled; /* alpha 2, beta -1, with C */
+	bool pdl; /* launched with programmatic dependent launch */
 	enum gemm_init init;
 	enum gemm_timing_mode mode;
 };
@@ -258,13 +259,13 @@ static void describe(const struct tcase *c, const struct shape *s,
 {
 	snprintf(buf, len,
 		 "%llux%llux%llu stages=%u(%s) cluster=%ux%u epilogue=%s "
-		 "out=%s order=%s/%u%s init=%s %s",
+		 "out=%s order=%s/%u%s%s init=%s %s",
 		 (unsigned long long)s->m, (unsigned long long)s->n,
 		 (unsigned long long)s->k, stages, stage_class_names[c->stages],
 		 c->cx, c->cy, gemm_epilogue_to_string(c->epilogue),
 		 gemm_dtype_to_string(c->out),
 		 gemm_raster_to_string(c->order.raster), c->order.swizzle,
-		 c->scaled ? " alpha=2 beta=-1" : "",
+		 c->scaled ? " alpha=2 beta=-1" : "", c->pdl ? " pdl" : "",
 		 gemm_init_to_string(c->init), gemm_timing_mode_names[c->mode]);
 }
 
@@ -281,7 +282,8 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		"\"out_dtype\": \"%s\", \"layout\": \"%s\", \"alpha\": %d, "
 		"\"beta\": %d, \"kernel\": {\"schedule\": \"%s\", "
 		"\"tile\": \"%ux%ux%u\", \"stages\": %u, \"cluster\": [%u, %u], "
-		"\"raster\": \"%s\", \"swizzle\": %u, \"epilogue\": \"%s\"}, "
+		"\"raster\": \"%s\", \"swizzle\": %u, \"epilogue\": \"%s\", "
+		"\"pdl\": %s}, "
 		"\"timing\": {\"warmup\": 0, \"iterations\": %d, "
 		"\"mode\": \"%s\", \"cooldown_ms\": 0}, "
 		"\"verify\": {\"init\": \"%s\", \"seed\": %llu}, "
@@ -293,9 +295,9 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		gemm_schedule_to_string(k->schedule), k->tile.m, k->tile.n,
 		k->tile.k, stages, c->cx, c->cy,
 		gemm_raster_to_string(c->order.raster), c->order.swizzle,
-		gemm_epilogue_to_string(c->epilogue), CASE_ITERATIONS,
-		gemm_timing_mode_names[c->mode], gemm_init_to_string(c->init),
-		(unsigned long long)t.seed++);
+		gemm_epilogue_to_string(c->epilogue), c->pdl ? "true" : "false",
+		CASE_ITERATIONS, gemm_timing_mode_names[c->mode],
+		gemm_init_to_string(c->init), (unsigned long long)t.seed++);
 	return n > 0 && (size_t)n < len ? 0 : -ENOBUFS;
 }
 
@@ -554,6 +556,30 @@ static void kernel_many_tiles(const struct kernel_info *k,
 	kernel_case(&c);
 }
 
+/*
+ * Programmatic dependent launch: each timed launch may start while the
+ * one before it ends, and must wait for it before touching memory.  One
+ * randint case on many tiles, timed hot so that the launches run back to
+ * back; for a kernel that is not persistent, several waves of CTAs.
+ */
+static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
+{
+	struct tcase c;
+
+	memset(&c, 0, sizeof(c));
+	c.k = k;
+	c.shape = many_tiles;
+	c.stages = STAGES_MID;
+	c.cx = c.cy = 1;
+	c.epilogue = o->epilogues[o->n_epilogues - 1];
+	c.out = o->outs[0];
+	c.order = orders[0];
+	c.init = GEMM_INIT_RANDINT;
+	c.mode = GEMM_TIMING_HOT;
+	c.pdl = true;
+	kernel_case(&c);
+}
+
 /* Every combination, randint inputs: case i read as a mixed-radix number. */
 static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
@@ -623,6 +649,8 @@ static void run_matrix(bool full)
 			kernel_default(k, &o);
 		if (k->persistent)
 			kernel_many_tiles(k, &o);
+		if (k->pdl)
+			kernel_pdl(k, &o);
 		printf("%-4s %s\n", check_failures == failed ? "ok" : "FAIL",
 		       k->name);
 	}

@@ -30,7 +30,7 @@ static void test_note_v2(void)
 			     "schedule=cooperative dtype=bf16 layout=tn "
 			     "tile=128x256x64 threads=384 smem_fixed=2048 "
 			     "smem_stage=49152 min_stages=2 max_stages=4 "
-			     "cluster=8 persistent=1 epilogue=direct,tma "
+			     "cluster=8 persistent=1 pdl=1 epilogue=direct,tma "
 			     "smem_epilogue=32768 out=bf16,fp16,fp32 "
 			     "arch=sm_90a",
 			     "gemmd_cooperative_bf16_tn_128x256x64.cubin", &k),
@@ -38,6 +38,7 @@ static void test_note_v2(void)
 	CHECK_EQ_INT(k.schedule, GEMM_SCHEDULE_COOPERATIVE);
 	CHECK_EQ_INT(k.cluster_max, 8);
 	CHECK(k.persistent);
+	CHECK(k.pdl);
 	CHECK_EQ_INT(k.epilogues, KERNEL_BIT(GEMM_EPILOGUE_DIRECT) |
 					  KERNEL_BIT(GEMM_EPILOGUE_TMA));
 	CHECK_EQ_INT(k.smem_epilogue, 32768);
@@ -51,6 +52,7 @@ static void test_note_v2(void)
 	CHECK(j != NULL);
 	CHECK_EQ_INT(json_integer_value(json_object_get(j, "cluster_max")), 8);
 	CHECK(json_is_true(json_object_get(j, "persistent")));
+	CHECK(json_is_true(json_object_get(j, "pdl")));
 	CHECK_EQ_INT(json_array_size(json_object_get(j, "epilogues")), 2);
 	CHECK_STREQ(json_string_value(
 			    json_array_get(json_object_get(j, "epilogues"), 1)),
@@ -90,6 +92,7 @@ static void test_note_v2(void)
 	CHECK(kernel_info_parse(NOTE "cluster=4x8", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "cluster=65536x65536", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "persistent=2", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "pdl=yes", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "epilogue=direct,smem", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "epilogue=,", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "out=bf16,fp64", "x", &k) < 0);

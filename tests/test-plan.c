@@ -27,7 +27,7 @@ static struct catalog *make_catalog(void)
 		"min_stages=2 max_stages=7 cluster=1x1",
 		"kernel=k_coop schedule=cooperative dtype=bf16 layout=tn "
 		"tile=128x256x64 threads=384 smem_fixed=2048 smem_stage=49152 "
-		"min_stages=2 max_stages=4 cluster=8 persistent=1 " V2,
+		"min_stages=2 max_stages=4 cluster=8 persistent=1 pdl=1 " V2,
 		"kernel=k_nt schedule=ws dtype=bf16 layout=nt tile=128x128x64 "
 		"threads=384 smem_fixed=2048 smem_stage=32768 min_stages=2 "
 		"max_stages=7 cluster=1 " V2,
@@ -216,6 +216,18 @@ static void test_offers(void)
 		    &h100, &p);
 	CHECK_STREQ(p.kernel, "k_bf16_128");
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	/* pdl: only a kernel whose note says it waits for the grid before */
+	expect_422(c, "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{\"pdl\":true}}",
+		   NULL, "kernel.pdl");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"nt\","
+		   "\"kernel\":{\"schedule\":\"multistage\",\"pdl\":true}}",
+		   NULL, "kernel.pdl");
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":64,\"kernel\":"
+		    "{\"schedule\":\"cooperative\",\"pdl\":true}}",
+		    &h100, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
 	/* clusters: the kernel's limit, x * y */
 	expect_422(c,
 		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"

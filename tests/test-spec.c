@@ -228,7 +228,7 @@ static void test_family(void)
 	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"out_dtype\":\"fp32\","
 			   "\"alpha\":-1000000,\"beta\":1e6,\"kernel\":{"
 			   "\"cluster\":[8,2],\"raster\":\"along_m\","
-			   "\"swizzle\":8,\"epilogue\":\"tma\"}}",
+			   "\"swizzle\":8,\"epilogue\":\"tma\",\"pdl\":true}}",
 			   &s, &err),
 		     0);
 	CHECK_EQ_INT(s.dtype, GEMM_DTYPE_BF16);
@@ -240,6 +240,7 @@ static void test_family(void)
 	CHECK_EQ_INT(s.raster, GEMM_RASTER_ALONG_M);
 	CHECK_EQ_INT(s.swizzle, 8);
 	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_TMA);
+	CHECK(s.pdl);
 
 	j = spec_to_json(&s);
 	k = json_object_get(j, "kernel");
@@ -250,6 +251,7 @@ static void test_family(void)
 	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "along_m");
 	CHECK_EQ_INT(json_integer_value(json_object_get(k, "swizzle")), 8);
 	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "tma");
+	CHECK(json_is_true(json_object_get(k, "pdl")));
 	json_decref(j);
 
 	/* the defaults as the API shows them */
@@ -263,6 +265,7 @@ static void test_family(void)
 	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "auto");
 	CHECK(json_is_null(json_object_get(k, "swizzle")));
 	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "auto");
+	CHECK(json_is_false(json_object_get(k, "pdl")));
 	json_decref(j);
 }
 

@@ -1118,10 +1118,10 @@ static int run_prepare(struct run *r)
 int run_launch_ours(struct run *r)
 {
 	void *params[] = { &r->tma_a, &r->tma_b, &r->tma_d, &r->args };
-	CUlaunchAttribute attr;
+	CUlaunchAttribute attr[2];
 	CUlaunchConfig cfg;
 
-	run_launch_config(r, r->grid, &cfg, &attr);
+	run_launch_config(r, r->grid, &cfg, attr);
 	/*
 	 * A 1x1 cluster is launched as a plain grid: as a cluster launch a
 	 * 2048^3 ws job of two waves took 38 us instead of 35.5 on an H100
@@ -1130,6 +1130,18 @@ int run_launch_ours(struct run *r)
 	 */
 	if (r->plan->cluster[0] * r->plan->cluster[1] == 1)
 		cfg.numAttrs = 0;
+	/*
+	 * "pdl": this launch may begin while the one before it ends; the
+	 * kernel waits for it before touching memory (griddepcontrol).
+	 */
+	if (r->spec->pdl) {
+		attr[cfg.numAttrs] = (CUlaunchAttribute){
+			.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+			.value.programmaticStreamSerializationAllowed = 1,
+		};
+		cfg.attrs = attr;
+		cfg.numAttrs++;
+	}
 	return CU(r, cuLaunchKernelEx, &cfg, r->f, params, NULL);
 }
 
