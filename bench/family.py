@@ -15,7 +15,9 @@ job, on the same inputs, the fastest of its top heuristics) in ROUNDS
 jobs, the first verified with normal inputs; the table gives the
 medians over the rounds and the range of the per-round ratios.
 final: the rounds alone, for the configurations in BEST (the winners of
-the last shapes search logged in docs/perf.md), without the search.
+the last shapes search logged in docs/perf.md), without the search;
+--pdl launches ours with programmatic dependent launch (cuBLASLt is
+launched as it launches itself, without).
 With --order separate (the default) each job times ours, pauses
 --cooldown-ms and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
@@ -131,7 +133,8 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
            "timing": dict(timing),
            "verify": {"enabled": verify, "init": "normal"}}
     for key, v in (extra or {}).items():
-        if key in ("stages", "cluster", "epilogue", "raster", "swizzle"):
+        if key in ("stages", "cluster", "epilogue", "raster", "swizzle",
+                   "pdl"):
             job["kernel"][key] = v
         else:
             job[key] = v
@@ -155,9 +158,10 @@ def desc(kern, extra):
     order = ""
     if "raster" in extra:
         order = " %s/%d" % (extra["raster"], extra["swizzle"])
-    return "%s %s s%s c%dx%d %s%s" % (
+    return "%s %s s%s c%dx%d %s%s%s" % (
         kern["schedule"], tile_str(kern), extra.get("stages", "def"),
-        c[0], c[1], extra.get("epilogue", "auto"), order)
+        c[0], c[1], extra.get("epilogue", "auto"), order,
+        " pdl" if extra.get("pdl") else "")
 
 
 def design(url, args):
@@ -266,6 +270,8 @@ def final(url, args):
         for shape in args.shapes.split():
             m, n, k = (int(x) for x in shape.split("x"))
             sched, tile, extra = BEST[dtype][shape]
+            if args.pdl:
+                extra = dict(extra, pdl=True)
             kern = next(x for x in allk if x["dtype"] == dtype and
                         x["layout"] == "tn" and x["schedule"] == sched and
                         tile_str(x) == tile)
@@ -339,6 +345,9 @@ def main():
     p.add_argument("--order", default="separate",
                    choices=("separate", "interleaved"))
     p.add_argument("--cooldown-ms", type=int, default=2000)
+    p.add_argument("--pdl", action="store_true",
+                   help="final: launch ours with programmatic dependent "
+                   "launch (kernel.pdl)")
     args = p.parse_args()
     # The jobs that time cuBLAS next to ours.
     TIMING.update(baseline_order=args.order, cooldown_ms=args.cooldown_ms)
