@@ -37,9 +37,11 @@
  * (x, *) share an A tile: CTA (x, y) loads part y of cluster_y of it and
  * multicasts that to (x, *); likewise CTA (x, y) loads part x of
  * cluster_x of the B tile of (*, y).  Every CTA arms its own full barrier
- * for the whole stage.  Before exiting, the producer drains the ring and
- * the cluster meets at a barrier, so no peer can still write into or
- * arrive on a CTA that has left.
+ * for the whole stage.  No CTA leaves while a peer may still write into
+ * it or arrive on it, with no cluster barrier at the end: its consumers
+ * wait for every k-tile the peers multicast into it (the CTAs of a
+ * cluster walk the same units and k-tiles), and its producer drains the
+ * ring, waiting for every release, the peers' included.
  *
  * Shared memory (dynamic): full[16] | empty[16] | order[4] | pad to 1024 |
  * ring: slot s = A tile, B tile | epilogue staging (TMA epilogue only).
@@ -266,6 +268,8 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 	/*
 	 * Producer tail: wait until every slot still in flight has been
 	 * released by all its readers, here and in the peers it feeds.
+	 * This is what keeps the CTA alive until the last remote arrive on
+	 * its empty barriers has landed (see the kernel's end).
 	 */
 #pragma unroll 1
 	for (uint32_t i = 0; i < c.stages; i++) {
@@ -1092,10 +1096,13 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 		else
 			consumer_split<T, Cfg>(c, args, tma_d, wg - 1);
 	}
-
-	/* No CTA leaves while a peer may still arrive on it. */
-	if (c.cx * c.cy > 1)
-		cluster_sync();
+	/*
+	 * No cluster barrier here: the consumers have waited for every
+	 * k-tile the peers multicast into this CTA, and the producer thread
+	 * for every release the peers owe it, so nothing can still land
+	 * here.  A barrier cost 0.8 us per launch at 1024^3 on a 2x1
+	 * cluster (docs/perf.md), waiting for the slower CTA of the pair.
+	 */
 }
 
 } /* namespace */
