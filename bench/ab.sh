@@ -11,10 +11,12 @@
 # build's nvcc flags into every SM90 cubin the build has; the rest of
 # its catalog is the build's own.  Where REV's worker differs from this
 # tree's (the launch and the tensor maps must match the kernels), REV is
-# checked out beside and its worker built and used too.
+# checked out beside and its gemmd and worker (which must speak the same
+# job JSON) built and used too.
 set -eu
 usage="usage: ab.sh BUILD_DIR JOBS_FILE REV..."
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 build=$(cd "${1:?$usage}" && pwd)
 jobs=$(cd "$(dirname "${2:?$usage}")" && pwd)/$(basename "$2")
 shift 2
@@ -50,44 +52,40 @@ build_rev() {
 				"$1/src/sm90_gemm.cu"' "$nvcc_cmd" "$2"
 }
 
-# worker_rev REV DIR: the worker to serve REV's kernels with, on stdout.
-worker_rev() {
+# daemon_rev REV DIR: the directory of the gemmd and worker to serve
+# REV's kernels with, on stdout.
+daemon_rev() {
 	if git -C "$here/.." diff --quiet "$1" -- daemon/worker kernels/gemm-abi.h; then
-		echo "$build/daemon/gemmd-worker"
+		echo "$build/daemon"
 		return
 	fi
 	git -C "$here/.." worktree add -q --detach "$2/tree" "$1" >&2
 	(cd "$2/tree" && autoreconf -fi && ./configure &&
-		make -j"$(nproc)" daemon/gemmd-worker) >"$2/worker.log" 2>&1 ||
-		{ tail -20 "$2/worker.log" >&2; exit 1; }
-	echo "$2/tree/daemon/gemmd-worker"
+		make -j"$(nproc)" daemon/gemmd daemon/gemmd-worker) \
+		>"$2/daemon.log" 2>&1 ||
+		{ tail -20 "$2/daemon.log" >&2; exit 1; }
+	echo "$2/tree/daemon"
 }
 
-# start NAME KERNEL_DIR [WORKER]: a gemmd on a free port; its URL in
+# start NAME KERNEL_DIR DAEMON_DIR: a gemmd on a free port; its URL in
 # $tmp/NAME.url.
 start() {
-	"$build/daemon/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/$1.state" \
-		--kernel-dir "$2" --worker "${3:-$build/daemon/gemmd-worker}" \
+	"$3/gemmd" --listen 127.0.0.1:0 --state-dir "$tmp/$1.state" \
+		--kernel-dir "$2" --worker "$3/gemmd-worker" \
 		>"$tmp/$1.log" 2>&1 &
 	pids="$pids $!"
-	for _ in $(seq 100); do
-		u=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$tmp/$1.log")
-		[ -n "$u" ] && curl -sf "$u/v1/devices" | grep -q '"state": "ready"' &&
-			break
-		sleep 0.3
-	done
-	[ -n "$u" ] || { echo "gemmd for $1 did not start" >&2; exit 1; }
-	echo "$u" >"$tmp/$1.url"
+	bench_gemmd_wait "$tmp/$1.log"
+	echo "$url" >"$tmp/$1.url"
 }
 
 names="build"
-start build "$build/kernels"
+start build "$build/kernels" "$build/daemon"
 for rev in "$@"; do
 	name=$(git -C "$here/.." rev-parse --short "$rev")
 	build_rev "$rev" "$tmp/$name"
-	worker=$(worker_rev "$rev" "$tmp/$name")
+	daemon=$(daemon_rev "$rev" "$tmp/$name")
 	[ -d "$tmp/$name/tree" ] && trees="$trees $tmp/$name/tree"
-	start "$name" "$tmp/$name/k" "$worker"
+	start "$name" "$tmp/$name/k" "$daemon"
 	names="$names $name"
 done
 
