@@ -1139,7 +1139,6 @@ int run_launch_ours(struct run *r)
 			.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
 			.value.programmaticStreamSerializationAllowed = 1,
 		};
-		cfg.attrs = attr;
 		cfg.numAttrs++;
 	}
 	return CU(r, cuLaunchKernelEx, &cfg, r->f, params, NULL);
