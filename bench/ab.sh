@@ -6,13 +6,17 @@
 # (docs/perf.md, 2026-11-22 session 5, run 8).
 #   bench/ab.sh BUILD_DIR JOBS_FILE REV...
 #   ROUNDS=4 bench/ab.sh ...                     (default 2)
+#   KERNELS='*_bf16_tn_* *_64x128x64' bench/ab.sh ... (only these SM90 cubins)
 # JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds the
 # ratio).  For each REV, kernels/ of that revision is compiled with the
-# build's nvcc flags into every SM90 cubin the build has; the rest of
-# its catalog is the build's own.  Where REV's worker differs from this
-# tree's (the launch and the tensor maps must match the kernels), REV is
-# checked out beside and its gemmd and worker (which must speak the same
-# job JSON) built and used too.
+# build's nvcc flags into every SM90 cubin the build has (or those whose
+# name matches KERNELS: the others are left out of its catalog); the rest
+# of its catalog is the build's own.  Where REV's worker differs from
+# this tree's (the launch and the tensor maps must match the kernels),
+# REV is checked out beside and its gemmd and worker (which must speak
+# the same job JSON) built and used too.  A REV that is a directory is a
+# copy of kernels/ (an uncommitted variant): it is served by the build's
+# gemmd and worker, so its gemm-abi.h must be the build's.
 set -eu
 usage="usage: ab.sh BUILD_DIR JOBS_FILE REV..."
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,17 +36,41 @@ trap 'kill $pids 2>/dev/null
 nvcc_cmd=$(printf 'ab-print:\n\t@echo $(NVCC) $(NVCC_GENCODE) $(NVCCFLAGS)\n' |
 	make -s -C "$build" -f Makefile -f - ab-print)
 
+# rev_file REV FILE: kernels/FILE as REV has it.
+rev_file() {
+	if [ -d "$1" ]; then
+		cat "$1/$2"
+	else
+		git -C "$here/.." show "$1:kernels/$2"
+	fi
+}
+
+# wanted NAME: whether cubin NAME matches a pattern of $KERNELS (all do
+# where it is unset).
+wanted() {
+	[ -n "${KERNELS:-}" ] || return 0
+	set -f
+	for pat in $KERNELS; do
+		case "$1" in $pat) set +f && return 0 ;; esac
+	done
+	set +f
+	return 1
+}
+
 # build_rev REV DIR: REV's SM90 kernels, the build's other cubins.
 build_rev() {
 	mkdir -p "$2/src" "$2/k"
 	cp "$build"/kernels/*.cubin "$2/k/"
+	rm -f "$2"/k/gemmd_ws_* "$2"/k/gemmd_cooperative_* \
+		"$2"/k/gemmd_pingpong_*
 	for f in sm90_gemm.cu common.cuh gemm-abi.h sched.cuh sm80.cuh; do
-		git -C "$here/.." show "$1:kernels/$f" >"$2/src/$f"
+		rev_file "$1" "$f" >"$2/src/$f"
 	done
 	for c in "$build"/kernels/gemmd_ws_*.cubin \
 		"$build"/kernels/gemmd_cooperative_*.cubin \
 		"$build"/kernels/gemmd_pingpong_*.cubin; do
-		basename "$c" .cubin
+		c=$(basename "$c" .cubin)
+		! wanted "$c" || echo "$c"
 	done | sed 's/^gemmd_\([a-z]*\)_\([a-z0-9]*\)_\([a-z]*\)_\([0-9]*\)x\([0-9]*\)x\([0-9]*\)$/\1 \2 \3 \4 \5 \6/' |
 		xargs -P "$(nproc)" -L 1 sh -c '
 			$0 -I"$1/src" -DGEMMD_SCHED=$2 -DGEMMD_DTYPE=$3 \
@@ -55,6 +83,12 @@ build_rev() {
 # daemon_rev REV DIR: the directory of the gemmd and worker to serve
 # REV's kernels with, on stdout.
 daemon_rev() {
+	if [ -d "$1" ]; then
+		cmp -s "$1/gemm-abi.h" "$here/../kernels/gemm-abi.h" ||
+			{ echo "$1: gemm-abi.h is not the build's" >&2; exit 1; }
+		echo "$build/daemon"
+		return
+	fi
 	if git -C "$here/.." diff --quiet "$1" -- daemon/worker kernels/gemm-abi.h; then
 		echo "$build/daemon"
 		return
@@ -81,7 +115,12 @@ start() {
 names="build"
 start build "$build/kernels" "$build/daemon"
 for rev in "$@"; do
-	name=$(git -C "$here/.." rev-parse --short "$rev")
+	if [ -d "$rev" ]; then
+		rev=$(cd "$rev" && pwd)
+		name=$(basename "$rev")
+	else
+		name=$(git -C "$here/.." rev-parse --short "$rev")
+	fi
 	build_rev "$rev" "$tmp/$name"
 	daemon=$(daemon_rev "$rev" "$tmp/$name")
 	[ -d "$tmp/$name/tree" ] && trees="$trees $tmp/$name/tree"
