@@ -170,7 +170,9 @@ for i, job in enumerate(lines, 1):
                 vals.append("failed: " + str(err.get("message") or
                                              j.get("reason") or "?")[:40])
                 continue
-            vals.append("%.1f" % r["timing"]["median_us"])
+            bad = (r.get("verify") or {}).get("passed") is False
+            vals.append("%.1f%s" % (r["timing"]["median_us"],
+                                    " (verify FAILED)" if bad else ""))
             b = r.get("baseline") or {}
             if b.get("timing"):
                 lt.append(b["timing"]["median_us"])
