@@ -21,8 +21,12 @@ launched as it launches itself, without).
 With --order separate (the default) each job times ours, pauses
 --cooldown-ms and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
-kernel (tile, stages, cluster, split-K).  Timing: cold L2, the stopping
-rule with max_noise 1 % and at most 300 ms of GPU time per job.
+kernel (tile, stages, cluster, split-K), and TF/W: TFLOP/s per watt of
+ours and of cuBLAS (NVML's mean power over the samples, flushes
+included; medians over the rounds), which decides the clock wherever
+the power cap binds; on small jobs the idle flushes dominate the mean
+power and the figure says little.  Timing: cold L2, the stopping rule with max_noise
+1 % and at most 300 ms of GPU time per job.
 """
 import argparse
 import json
@@ -145,6 +149,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
         "tflops": r.get("tflops") or 0.0,
         "median_us": (r.get("timing") or {}).get("median_us") or 0.0,
         "verify": (r.get("verify") or {}).get("passed"),
+        "tfw": (r.get("telemetry") or {}).get("tflops_per_watt"),
         "baseline": r.get("baseline"),
         "speedup": r.get("speedup_vs_baseline"),
         "plan": j.get("plan") or {},
@@ -224,7 +229,20 @@ def merge_rounds(rounds):
     theirs = statistics.median(r["baseline"]["tflops"] for r in done)
     ratios = [r["tflops"] / r["baseline"]["tflops"] for r in done]
     return dict(rounds[0], tflops=ours, baseline={"tflops": theirs},
-                speedup=ours / theirs, spread=(min(ratios), max(ratios)))
+                speedup=ours / theirs, spread=(min(ratios), max(ratios)),
+                tfw=(median_of(r["tfw"] for r in done),
+                     median_of(tflops_per_watt(r["baseline"])
+                               for r in done)))
+
+
+def tflops_per_watt(b):
+    return (b.get("telemetry") or {}).get("tflops_per_watt")
+
+
+def median_of(values):
+    """The median of the values that are there (NVML may be missing)."""
+    v = [x for x in values if x is not None]
+    return statistics.median(v) if v else None
 
 
 def lt_kernel(r):
@@ -247,9 +265,9 @@ def final_rounds(url, m, n, k, dtype, kern, extra):
 
 
 def print_table(table):
-    print("%-17s %-5s %-46s %8s %8s %7s %13s %6s %s" % (
+    print("%-17s %-5s %-46s %8s %8s %7s %13s %9s %6s %s" % (
         "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
-        "round ratios", "verify", "cuBLAS kernel"))
+        "round ratios", "TF/W", "verify", "cuBLAS kernel"))
     for shape, dtype, d, r in table:
         if not r or r["state"] != "done":
             print("%-17s %-5s %-46s %s" % (shape, dtype, d,
@@ -257,9 +275,11 @@ def print_table(table):
             continue
         b = r["baseline"] or {}
         lo, hi = r.get("spread", (0.0, 0.0))
-        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %6s %s" % (
+        tfw = r.get("tfw") or (None, None)
+        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %s" % (
             shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
             r["speedup"] or 0.0, lo, hi,
+            "/".join("%.2f" % x if x is not None else "-" for x in tfw),
             "pass" if r["verify"] else "FAIL", r.get("lt_kernel", "-")))
 
 
