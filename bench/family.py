@@ -25,8 +25,8 @@ kernel (tile, stages, cluster, split-K), and TF/W: TFLOP/s per watt of
 ours and of cuBLAS (NVML's mean power over the samples, flushes
 included; medians over the rounds), which decides the clock wherever
 the power cap binds; on small jobs the idle flushes dominate the mean
-power and the figure says little.  Timing: cold L2, the stopping rule with max_noise
-1 % and at most 300 ms of GPU time per job.
+power and the figure says little.  Timing: cold L2, the stopping rule
+with max_noise 1 % and at most 300 ms of GPU time per job.
 """
 import argparse
 import json
@@ -131,6 +131,11 @@ def tile_str(k):
     return "x".join(str(x) for x in k["tile"])
 
 
+def tflops_per_watt(result):
+    """A result's (ours or the baseline's) TFLOP/s per watt, or None."""
+    return (result.get("telemetry") or {}).get("tflops_per_watt")
+
+
 def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
     job = {"m": m, "n": n, "k": k, "dtype": dtype,
            "kernel": {"schedule": kern["schedule"], "tile": tile_str(kern)},
@@ -149,7 +154,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
         "tflops": r.get("tflops") or 0.0,
         "median_us": (r.get("timing") or {}).get("median_us") or 0.0,
         "verify": (r.get("verify") or {}).get("passed"),
-        "tfw": (r.get("telemetry") or {}).get("tflops_per_watt"),
+        "tfw": tflops_per_watt(r),
         "baseline": r.get("baseline"),
         "speedup": r.get("speedup_vs_baseline"),
         "plan": j.get("plan") or {},
@@ -230,13 +235,9 @@ def merge_rounds(rounds):
     ratios = [r["tflops"] / r["baseline"]["tflops"] for r in done]
     return dict(rounds[0], tflops=ours, baseline={"tflops": theirs},
                 speedup=ours / theirs, spread=(min(ratios), max(ratios)),
-                tfw=(median_of(r["tfw"] for r in done),
-                     median_of(tflops_per_watt(r["baseline"])
-                               for r in done)))
-
-
-def tflops_per_watt(b):
-    return (b.get("telemetry") or {}).get("tflops_per_watt")
+                tfw_pair=(median_of(r["tfw"] for r in done),
+                          median_of(tflops_per_watt(r["baseline"])
+                                    for r in done)))
 
 
 def median_of(values):
@@ -275,7 +276,8 @@ def print_table(table):
             continue
         b = r["baseline"] or {}
         lo, hi = r.get("spread", (0.0, 0.0))
-        tfw = r.get("tfw") or (None, None)
+        # Without a baseline round, merge_rounds() leaves ours alone.
+        tfw = r.get("tfw_pair", (r.get("tfw"), None))
         print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %s" % (
             shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
             r["speedup"] or 0.0, lo, hi,
