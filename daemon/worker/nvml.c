@@ -25,6 +25,29 @@ typedef struct nvml_device_st *nvml_dev;
 #define NVML_TEMPERATURE_GPU 0 /* nvmlTemperatureSensors_t */
 #define NVML_CLOCK_SM 1 /* nvmlClockType_t */
 #define NVML_CLOCK_MEM 2
+#define NVML_FI_DEV_POWER_INSTANT 186 /* a field of nvmlDeviceGetFieldValues */
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1 /* nvmlValueType_t */
+#define NVML_VALUE_TYPE_UNSIGNED_LONG 2
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+
+/* nvmlFieldValue_t. */
+struct nvml_field_value {
+	unsigned int field_id;
+	unsigned int scope_id;
+	long long timestamp_us;
+	long long latency_us;
+	int value_type;
+	nvml_ret ret;
+	union {
+		double d;
+		unsigned int ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+		int si;
+		unsigned short us;
+	} value;
+};
 
 /* Readings closer together than this reuse the last one. */
 #define NVML_PERIOD_US 1000
@@ -38,6 +61,8 @@ struct nvml {
 	nvml_ret (*by_uuid)(const char *uuid, nvml_dev *ret);
 	nvml_ret (*clock)(nvml_dev d, int type, unsigned int *mhz);
 	nvml_ret (*power)(nvml_dev d, unsigned int *mw);
+	nvml_ret (*fields)(nvml_dev d, int count, struct nvml_field_value *v);
+	bool no_instant; /* the instant power field failed once */
 	nvml_ret (*energy)(nvml_dev d, unsigned long long *mj);
 	nvml_ret (*temperature)(nvml_dev d, int sensor, unsigned int *c);
 	nvml_ret (*reasons)(nvml_dev d, unsigned long long *bits);
@@ -53,6 +78,7 @@ static void nvml_bind(struct nvml *n)
 	NVML_SYM(n, by_uuid, "nvmlDeviceGetHandleByUUID");
 	NVML_SYM(n, clock, "nvmlDeviceGetClockInfo");
 	NVML_SYM(n, power, "nvmlDeviceGetPowerUsage");
+	NVML_SYM(n, fields, "nvmlDeviceGetFieldValues");
 	NVML_SYM(n, energy, "nvmlDeviceGetTotalEnergyConsumption");
 	NVML_SYM(n, temperature, "nvmlDeviceGetTemperature");
 	/* The new name since driver 535; the old one is deprecated. */
@@ -117,10 +143,45 @@ static double read_clock(struct nvml *n, int type)
 	return mhz;
 }
 
+/* The instant power field in watts; NAN from the first failure on. */
+static double read_power_instant(struct nvml *n)
+{
+	struct nvml_field_value v = { .field_id = NVML_FI_DEV_POWER_INSTANT };
+
+	if (!n->fields || n->no_instant)
+		return NAN;
+	if (n->fields(n->dev, 1, &v) == NVML_SUCCESS && v.ret == NVML_SUCCESS) {
+		switch (v.value_type) {
+		case NVML_VALUE_TYPE_UNSIGNED_INT:
+			return v.value.ui / 1000.0;
+		case NVML_VALUE_TYPE_UNSIGNED_LONG:
+			return v.value.ul / 1000.0;
+		case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+			return v.value.ull / 1000.0;
+		}
+	}
+	log_debug("NVML has no instant power: the 1 s mean stands in");
+	n->no_instant = true;
+	return NAN;
+}
+
+/*
+ * The power in watts.  nvmlDeviceGetPowerUsage() is, on Ampere and newer
+ * GPUs, the mean of the second before the call, so over a job shorter
+ * than a few seconds its readings are mostly what ran before: on an
+ * H100 a 300 ms job read up to twice the power of the same kernel run
+ * after a rest, and trailed a load's start and end by a second
+ * (docs/perf.md, 2026-11-25).  The instant field (updated about every
+ * 100 ms, read in microseconds) follows the load; the mean stands in
+ * where the driver lacks it.
+ */
 static double read_power(struct nvml *n)
 {
+	double w = read_power_instant(n);
 	unsigned int mw;
 
+	if (!isnan(w))
+		return w;
 	if (!n->power || n->power(n->dev, &mw) != NVML_SUCCESS)
 		return NAN;
 	return mw / 1000.0;
