@@ -7,11 +7,12 @@
 #   bench/ab.sh BUILD_DIR JOBS_FILE REV...
 #   ROUNDS=4 bench/ab.sh ...                     (default 2)
 #   KERNELS='*_bf16_tn_* *_64x128x64' bench/ab.sh ... (only these SM90 cubins)
-# JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds the
-# ratio).  For each REV, kernels/ of that revision is compiled with the
-# build's nvcc flags into every SM90 cubin the build has (or those whose
-# name matches KERNELS: the others are left out of its catalog); the rest
-# of its catalog is the build's own.  Where REV's worker differs from
+# JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds
+# cuBLASLt's times; a second table gives TFLOP/s per watt and the SM
+# clock, where the worker reads them).  For each REV, kernels/ of that
+# revision is compiled with the build's nvcc flags into every SM90 cubin
+# the build has (or those whose name matches KERNELS: the others are left
+# out of its catalog); the rest of its catalog is the build's own.  Where REV's worker differs from
 # this tree's (the launch and the tensor maps must match the kernels),
 # REV is checked out beside and its gemmd and worker (which must speak
 # the same job JSON) built and used too.  A REV that is a directory is a
@@ -157,26 +158,61 @@ for l in open(rows):
     except ValueError:
         j = {}
     res.setdefault((int(i), name), []).append(j)
-print("| job | " + " | ".join(n + " µs" for n in names) + " | cuBLASLt µs |")
-print("| --- |" + " --- |" * (len(names) + 1))
+
+
+def time_cell(j):
+    """A job's median in µs, or why there is none."""
+    r = j.get("result") or {}
+    if j.get("state") != "done" or not r.get("timing"):
+        err = j.get("error") or {}
+        return "failed: " + str(err.get("message") or j.get("reason") or
+                                "?")[:40]
+    bad = (r.get("verify") or {}).get("passed") is False
+    return "%.1f%s" % (r["timing"]["median_us"],
+                       " (verify FAILED)" if bad else "")
+
+
+def tele_cell(r):
+    """'TF/W @ MHz' of a result or baseline, or None without telemetry."""
+    t = (r or {}).get("telemetry") or {}
+    tfw, clk = t.get("tflops_per_watt"), (t.get("sm_clock_mhz") or {})
+    if tfw is None:
+        return None
+    return "%.2f @ %.0f" % (tfw, clk.get("median") or 0)
+
+
+# Per job: each daemon's cells and cuBLASLt's, times and telemetry.
+table = []
 for i, job in enumerate(lines, 1):
-    cells, lt = [], []
+    times, teles, lt, lt_tele = [], [], [], []
     for n in names:
-        vals = []
-        for j in res.get((i, n), []):
-            r = j.get("result") or {}
-            if j.get("state") != "done" or not r.get("timing"):
-                err = j.get("error") or {}
-                vals.append("failed: " + str(err.get("message") or
-                                             j.get("reason") or "?")[:40])
-                continue
-            bad = (r.get("verify") or {}).get("passed") is False
-            vals.append("%.1f%s" % (r["timing"]["median_us"],
-                                    " (verify FAILED)" if bad else ""))
-            b = r.get("baseline") or {}
+        got = res.get((i, n), [])
+        times.append(", ".join(time_cell(j) for j in got))
+        teles.append(", ".join(tele_cell(j.get("result")) or "-"
+                               for j in got))
+        for j in got:
+            b = (j.get("result") or {}).get("baseline") or {}
             if b.get("timing"):
                 lt.append(b["timing"]["median_us"])
-        cells.append(", ".join(vals))
+            if tele_cell(b):
+                lt_tele.append(tele_cell(b))
     span = "%.1f–%.1f" % (min(lt), max(lt)) if lt else ""
-    print("| %s | %s | %s |" % (job, " | ".join(cells), span))
+    table.append((job, times, span, teles, ", ".join(lt_tele)))
+
+
+def show(unit, col, lt_col):
+    print("| job | " + " | ".join("%s %s" % (n, unit) for n in names) +
+          " | cuBLASLt %s |" % unit)
+    print("| --- |" + " --- |" * (len(names) + 1))
+    for row in table:
+        print("| %s | %s | %s |" % (row[0], " | ".join(row[col]),
+                                    row[lt_col]))
+
+
+show("µs", 1, 2)
+# Where the power cap binds, speed follows energy per FLOP: the same jobs'
+# TFLOP/s per watt and median SM clock, when the worker has NVML.
+if any(c.strip("-, ") for row in table for c in row[3]):
+    print()
+    show("TF/W @ MHz", 3, 4)
 PY
