@@ -218,23 +218,34 @@ GEMMD_DEV void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
 		     : "memory");
 }
 
+/*
+ * How long a try_wait may keep the thread suspended on an incomplete
+ * phase, in ns (the value CUTLASS passes).  Without the hint it comes
+ * back after a short system-dependent time and the loop spins: the
+ * producer, nearly always waiting on a full ring, issues that loop for
+ * the whole kernel, taking issue slots from the consumer warps beside
+ * it.  (Timed with and without: within noise; docs/perf.md, 2026-11-25.)
+ */
+#define GEMMD_WAIT_SUSPEND_NS 0x989680u
+
 GEMMD_DEV bool mbar_try_wait(uint32_t bar, uint32_t parity)
 {
 	uint32_t ok;
 
-	asm volatile("{\n\t.reg .pred p;\n\t"
-		     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-		     "selp.u32 %0, 1, 0, p;\n\t}"
-		     : "=r"(ok)
-		     : "r"(bar), "r"(parity)
-		     : "memory");
+	asm volatile(
+		"{\n\t.reg .pred p;\n\t"
+		"mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n\t"
+		"selp.u32 %0, 1, 0, p;\n\t}"
+		: "=r"(ok)
+		: "r"(bar), "r"(parity), "r"(GEMMD_WAIT_SUSPEND_NS)
+		: "memory");
 	return ok != 0;
 }
 
 /*
  * Wait until the phase of parity `parity` has completed.  A fresh barrier
  * is in phase 0, so waiting for parity 1 returns at once.  try_wait may
- * time out (it suspends for a system-dependent time), hence the loop.
+ * still time out, hence the loop.
  */
 GEMMD_DEV void mbar_wait(uint32_t bar, uint32_t parity)
 {
