@@ -210,6 +210,7 @@ void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
 {
 	memset(t, 0, sizeof(*t));
 	t->temp_max_c = NAN;
+	t->power_before = NAN;
 	if (!n || !samples)
 		return;
 	t->sm_mhz = calloc(samples, sizeof(*t->sm_mhz));
@@ -229,6 +230,29 @@ static void push(double *a, size_t *n, size_t cap, double x)
 		a[(*n)++] = x;
 }
 
+/*
+ * The power field changes about every 100 ms, and until it first changes
+ * it still shows what ran before the timed chunks (a cool-down, the
+ * other side's samples): readings count from its first change on, so a
+ * timer shorter than about two updates has no power (docs/perf.md,
+ * 2026-11-25: 20 ms jobs after a rest read idle power).
+ */
+static void track_power(struct nvml_track *t, double w)
+{
+	if (isnan(w))
+		return;
+	if (!t->power_live) {
+		if (isnan(t->power_before)) {
+			t->power_before = w;
+			return;
+		}
+		if (!islessgreater(w, t->power_before))
+			return;
+		t->power_live = true;
+	}
+	push(t->power_w, &t->n_power, t->cap, w);
+}
+
 static void track_read(struct nvml_track *t)
 {
 	struct nvml *n = t->nvml;
@@ -236,7 +260,7 @@ static void track_read(struct nvml_track *t)
 
 	push(t->sm_mhz, &t->n_sm, t->cap, read_clock(n, NVML_CLOCK_SM));
 	push(t->mem_mhz, &t->n_mem, t->cap, read_clock(n, NVML_CLOCK_MEM));
-	push(t->power_w, &t->n_power, t->cap, read_power(n));
+	track_power(t, read_power(n));
 	/* fmax() ignores a NAN operand. */
 	t->temp_max_c = fmax(t->temp_max_c, read_temperature(n));
 	t->last_reasons = 0;
