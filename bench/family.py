@@ -22,11 +22,13 @@ With --order separate (the default) each job times ours, pauses
 --cooldown-ms and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
 kernel (tile, stages, cluster, split-K), and TF/W: TFLOP/s per watt of
-ours and of cuBLAS (NVML's mean power over the samples, flushes
-included; medians over the rounds), which decides the clock wherever
-the power cap binds; on small jobs the idle flushes dominate the mean
-power and the figure says little.  Timing: cold L2, the stopping rule
-with max_noise 1 % and at most 300 ms of GPU time per job.
+ours and of cuBLAS (the job's telemetry: NVML's instant power over the
+samples, flushes included; medians over the rounds), which decides the
+clock wherever the power cap binds; on small jobs the idle flushes
+dominate the mean power and the figure says little.  Timing: cold L2,
+the stopping rule with max_noise 1 % and at most 300 ms of GPU time
+per job; the final rounds at least 300 ms, so that the power field
+(updated every 100 ms) sees each side.
 """
 import argparse
 import json
@@ -44,6 +46,8 @@ TIMING = {"warmup": 5, "min_samples": 10, "min_time_ms": 20,
           "max_time_ms": 300, "max_noise": 0.01}
 # The shape search only ranks candidates: a shorter budget per job.
 SEARCH = dict(TIMING, max_time_ms=100)
+# The final rounds: long enough for a power reading of each side.
+FINAL = dict(TIMING, min_time_ms=300, max_time_ms=500)
 # The winners of the shapes search of 2026-11-22, session 4 (docs/perf.md):
 # schedule, tile, extra kernel fields (no epilogue: the planner's "auto").
 # Since 1x1 clusters launch as plain grids (session 5, run 14), the 1x1
@@ -261,7 +265,7 @@ def final_rounds(url, m, n, k, dtype, kern, extra):
     for i in range(ROUNDS):
         time.sleep(TIMING["cooldown_ms"] / 1000.0)
         rounds.append(run(url, m, n, k, dtype, kern, extra,
-                          verify=i == 0))
+                          verify=i == 0, timing=FINAL))
     return rounds
 
 
