@@ -223,8 +223,8 @@ GEMMD_DEV void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
  * phase, in ns (the value CUTLASS passes).  Without the hint it comes
  * back after a short system-dependent time and the loop spins: the
  * producer, nearly always waiting on a full ring, issues that loop for
- * the whole kernel, taking issue slots from the consumer warps beside
- * it.  (Timed with and without: within noise; docs/perf.md, 2026-11-25.)
+ * the whole kernel beside two consumer warps on its scheduler.  (Timed
+ * with and without: within noise; docs/perf.md, 2026-11-25.)
  */
 #define GEMMD_WAIT_SUSPEND_NS 0x989680u
 
