@@ -12,12 +12,13 @@
 # clock, where the worker reads them).  For each REV, kernels/ of that
 # revision is compiled with the build's nvcc flags into every SM90 cubin
 # the build has (or those whose name matches KERNELS: the others are left
-# out of its catalog); the rest of its catalog is the build's own.  Where REV's worker differs from
-# this tree's (the launch and the tensor maps must match the kernels),
-# REV is checked out beside and its gemmd and worker (which must speak
-# the same job JSON) built and used too.  A REV that is a directory is a
-# copy of kernels/ (an uncommitted variant): it is served by the build's
-# gemmd and worker, so its gemm-abi.h must be the build's.
+# out of its catalog); the rest of its catalog is the build's own.
+# Where REV's worker differs from this tree's (the launch and the tensor
+# maps must match the kernels), REV is checked out beside and its gemmd
+# and worker (which must speak the same job JSON) built and used too.
+# A REV that is a directory is a copy of kernels/ (an uncommitted
+# variant): it is served by the build's gemmd and worker, so its
+# gemm-abi.h must be the build's.
 set -eu
 usage="usage: ab.sh BUILD_DIR JOBS_FILE REV..."
 here=$(cd "$(dirname "$0")" && pwd)
@@ -194,8 +195,7 @@ for i, job in enumerate(lines, 1):
             b = (j.get("result") or {}).get("baseline") or {}
             if b.get("timing"):
                 lt.append(b["timing"]["median_us"])
-            if tele_cell(b):
-                lt_tele.append(tele_cell(b))
+            lt_tele += [c for c in [tele_cell(b)] if c]
     span = "%.1f–%.1f" % (min(lt), max(lt)) if lt else ""
     table.append((job, times, span, teles, ", ".join(lt_tele)))
 
