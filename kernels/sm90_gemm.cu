@@ -96,7 +96,15 @@ struct sm90_config {
 	static_assert(sizeof(T) == 2, "16-bit inputs");
 	static_assert(BK * sizeof(T) == 128, "one 128B swizzle row per k-tile");
 	static_assert(wg_rows % 64 == 0 && mi >= 1, "64-row wgmma slices");
-	static_assert(mi *n_acc <= 128, "accumulators fit a consumer");
+	/*
+	 * A consumer holds mi * n_acc accumulators.  Up to 128 leave room
+	 * for the deferred store of consumer_split(); pingpong stores a
+	 * tile whole before its next mainloop, and holds up to 192 with
+	 * the wider register split below.
+	 */
+	static constexpr bool wide_acc = mi * n_acc > 128;
+	static_assert(mi *n_acc <= (pingpong ? 192 : 128),
+		      "accumulators fit a consumer");
 	static_assert(BM % 64 == 0 && BN % 64 == 0, "64-wide MN chunks");
 	static_assert(BM <= 256 && BN <= 256, "TMA box and wgmma N <= 256");
 	static_assert(a_bytes % 1024 == 0 && b_bytes % 1024 == 0,
@@ -106,9 +114,15 @@ struct sm90_config {
 		      "barriers and alignment slack fit in smem_fixed");
 };
 
-/* Register budgets: 128*40 + 256*232 = 64512 <= 65536. */
-constexpr uint32_t producer_regs = 40;
-constexpr uint32_t consumer_regs = 232;
+/*
+ * Register budgets: 128*40 + 256*232 = 64512 <= 65536, or for 192
+ * accumulators a consumer 128*24 + 256*240 = 64512: the producer's one
+ * thread needs few.
+ */
+template <typename Cfg> struct regs {
+	static constexpr uint32_t producer = Cfg::wide_acc ? 24 : 40;
+	static constexpr uint32_t consumer = Cfg::wide_acc ? 240 : 232;
+};
 
 /* Where things are, and who this CTA is in its cluster. */
 struct sm90_ctx {
@@ -308,27 +322,26 @@ __device__ __forceinline__ void release_slot(const sm90_ctx &c, uint32_t bar,
 }
 
 template <typename Cfg> struct descs {
-	uint64_t a[Cfg::mi];
-	uint64_t b;
-	/* Descriptor start-address steps (16-B units): per k16, per slot. */
+	uint64_t a, b; /* A: the first slice */
+	/*
+	 * Descriptor start-address steps (16-B units): per k16, per slot,
+	 * per 64-row slice of A (an immediate: one register pair less).
+	 */
 	static constexpr uint32_t a_k16 = Cfg::a_kmajor ? 2 : 2048 >> 4;
 	static constexpr uint32_t b_k16 = Cfg::b_kmajor ? 2 : 2048 >> 4;
 	static constexpr uint32_t slot = Cfg::stage_bytes >> 4;
+	static constexpr uint32_t a_slice = Cfg::chunk_bytes >> 4;
 };
 
-/* Descriptors for slot 0 of the slices of A rows [row0, row0 + wg_rows). */
+/* Descriptors for slot 0 of A rows [row0, row0 + wg_rows) and of B. */
 template <typename Cfg>
 __device__ __forceinline__ void make_descs(const sm90_ctx &c, uint32_t row0,
 					   descs<Cfg> &d)
 {
-#pragma unroll
-	for (int i = 0; i < Cfg::mi; i++) {
-		const uint32_t a = c.ring + (row0 / 64 + i) * Cfg::chunk_bytes;
+	const uint32_t a = c.ring + row0 / 64 * Cfg::chunk_bytes;
 
-		d.a[i] = Cfg::a_kmajor ?
-				 smem_desc_sw128(a) :
-				 smem_desc_sw128_mn(a, Cfg::chunk_bytes);
-	}
+	d.a = Cfg::a_kmajor ? smem_desc_sw128(a) :
+			      smem_desc_sw128_mn(a, Cfg::chunk_bytes);
 	d.b = Cfg::b_kmajor ? smem_desc_sw128(c.ring + Cfg::a_bytes) :
 			      smem_desc_sw128_mn(c.ring + Cfg::a_bytes,
 						 Cfg::chunk_bytes);
@@ -368,7 +381,8 @@ mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
 	for (int kk = 0; kk < Cfg::bk / 16; kk++) {
 #pragma unroll
 		for (int i = 0; i < Cfg::mi; i++) {
-			const uint64_t da = d.a[i] + off + kk * D::a_k16;
+			const uint64_t da =
+				d.a + off + i * D::a_slice + kk * D::a_k16;
 			const uint64_t db = d.b + off + kk * D::b_k16;
 
 			if (FIRST && kk == 0)
@@ -583,7 +597,21 @@ stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
 {
 	constexpr uint32_t regs = 128 / sizeof(O) / 8 * 4; /* per chunk */
 	const bool beta = args.beta != 0.0f;
+	/*
+	 * C of the lane's two rows, found once: with 192 accumulators live
+	 * an address per element does not fit in the registers left.
+	 */
+	const O *crow[2];
+	bool row_in[2];
 
+#pragma unroll
+	for (uint32_t h = 0; h < 2; h++) {
+		const uint32_t gr = grow + lane / 4 + 8 * h;
+
+		row_in[h] = beta && gr < args.m;
+		crow[h] = reinterpret_cast<const O *>(args.c) +
+			  static_cast<uint64_t>(row_in[h] ? gr : 0) * args.ldd;
+	}
 #pragma unroll
 	for (uint32_t q = 0; q < regs; q += 2) {
 		const uint32_t j = q / 4, h = (q / 2) % 2;
@@ -592,13 +620,12 @@ stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
 		const uint32_t byte = cc * sizeof(O);
 		const uint32_t addr =
 			buf + swizzle128(r, byte >> 4) + (byte & 15);
-		const uint32_t gr = grow + r, gc = gcol + cc;
+		const uint32_t gc = gcol + cc;
 		float v0 = args.alpha * a[ch * regs + q];
 		float v1 = args.alpha * a[ch * regs + q + 1];
 
-		if (beta && gr < args.m && gc < args.n) {
-			const O *cp = reinterpret_cast<const O *>(args.c) +
-				      static_cast<uint64_t>(gr) * args.ldd + gc;
+		if (row_in[h] && gc < args.n) {
+			const O *cp = crow[h] + gc;
 
 			v0 += args.beta * load_c<O>(cp);
 			if (gc + 1 < args.n)
@@ -936,6 +963,24 @@ order_arrive(const sm90_ctx &c, uint32_t turn, uint32_t wg, uint32_t tid)
 		mbar_arrive(c.order + 8 * (2 * turn + (wg ^ 1)));
 }
 
+/*
+ * The number of work units, computed again from the kernel parameters
+ * (constant memory) with shifts, cluster sides being powers of two: with
+ * 192 accumulators a register holding it through the loop was one too
+ * many, and ptxas spilled it.
+ */
+template <typename Cfg>
+__device__ __forceinline__ uint32_t units_from_params(const gemm_args &args)
+{
+	const uint32_t cx = args.cluster_x ? args.cluster_x : 1;
+	const uint32_t cy = args.cluster_y ? args.cluster_y : 1;
+	const uint32_t tm = (args.m + Cfg::bm - 1) / Cfg::bm;
+	const uint32_t tn = (args.n + Cfg::bn - 1) / Cfg::bn;
+
+	return ((tm + cx - 1) >> (__ffs(cx) - 1)) *
+	       ((tn + cy - 1) >> (__ffs(cy) - 1));
+}
+
 /* pingpong: consumer wg takes the CTA's tiles wg, wg + 2, ... whole. */
 template <typename T, typename Cfg>
 __device__ __forceinline__ void
@@ -956,11 +1001,10 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 	if (wg == 1)
 		pipe_skip(p, c.k_tiles, c.stages);
 #pragma unroll 1
-	for (uint32_t u = c.cluster + wg * c.clusters; u < c.sched.units;
-	     u += 2 * c.clusters) {
+	for (uint32_t u = c.cluster + wg * c.clusters;
+	     u < units_from_params<Cfg>(args); u += 2 * c.clusters) {
 		uint32_t tm, tn;
-		const bool inside =
-			gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+		bool inside;
 
 		order_wait(c, 0, wg, order_phase);
 		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0,
@@ -969,6 +1013,8 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
 		/* The other consumer's k-tiles come next in the ring. */
 		pipe_skip(p, c.k_tiles, c.stages);
+		/* Where the tile goes, only now: fewer registers in the loop. */
+		inside = gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
 
 		order_wait(c, 1, wg, order_phase);
 		if (inside)
@@ -1024,8 +1070,9 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 
 /*
  * A mis-planned launch must not run off shared memory or mistake its
- * cluster; consumers release a slot one k-tile late, so a ring of one
- * would deadlock; and every tile has a k-tile (the daemon takes k >= 1).
+ * cluster (whose sides are powers of two: units_from_params() shifts);
+ * consumers release a slot one k-tile late, so a ring of one would
+ * deadlock; and every tile has a k-tile (the daemon takes k >= 1).
  */
 template <typename Cfg>
 __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
@@ -1040,6 +1087,7 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 	       end <= smem_u32(smem) + dynamic_smem_size() &&
 	       c.cx == sreg_cluster_nctaid_x() &&
 	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
+	       (c.cx & (c.cx - 1)) == 0 && (c.cy & (c.cy - 1)) == 0 &&
 	       gridDim.x % c.cx == 0 &&
 	       (c.cx * c.cy == 1 ||
 		cluster_ctarank() == c.cta_x + c.cta_y * c.cx);
@@ -1085,12 +1133,12 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	griddep_wait();
 
 	if (wg == 0) {
-		setmaxnreg_dec<producer_regs>();
+		setmaxnreg_dec<regs<Cfg>::producer>();
 		if (threadIdx.x / 32 == 0 && elect_one())
 			producer<Cfg>(c, tma_a, tma_b);
 		__syncwarp();
 	} else {
-		setmaxnreg_inc<consumer_regs>();
+		setmaxnreg_inc<regs<Cfg>::consumer>();
 		if constexpr (Cfg::pingpong)
 			consumer_pingpong<T, Cfg>(c, args, tma_d, wg - 1);
 		else
