@@ -6,8 +6,9 @@
     bench/family.py URL final [--dtype bf16,fp16] [--shapes ...]
 
 design: at one size, every schedule and tile over its stage counts (cluster
-1x1, direct stores), then each one's best stage count over the cluster
-shapes and the TMA epilogue, so a reader sees what each design buys.
+1x1, the planner's epilogue), then each one's best stage count over the
+cluster shapes and with the other epilogue, so a reader sees what each
+design buys.
 shapes: per shape and dtype, a search over the family (schedule, tile,
 cluster, epilogue at the default stages), then over the winner's
 deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
@@ -187,10 +188,14 @@ def design(url, args):
               if x["dtype"] == args.dtype and x["layout"] == "tn"]
     for kern in family:
         best = None
+        # The planner's epilogue ("auto": tma where it fits beside the
+        # stages): with direct stores rings deeper than 4 stages ran
+        # 15 % slower at 8192^3, with tma ones not (docs/perf.md,
+        # session 9), and tma is what a job gets by default.
         for s in range(kern["min_stages"], kern["max_stages"] + 1):
-            extra = {"stages": s, "epilogue": "direct"}
+            extra = {"stages": s}
             r = run(url, m, n, k, args.dtype, kern, extra)
-            rows.append((desc(kern, extra), r))
+            rows.append((kern, extra, r))
             if r["state"] == "done" and (not best or
                                          r["tflops"] > best[1]["tflops"]):
                 best = (extra, r)
@@ -200,17 +205,23 @@ def design(url, args):
             if c[0] * c[1] > kern.get("cluster_max", 1):
                 continue
             extra = dict(best[0], cluster=c)
-            rows.append((desc(kern, extra),
+            rows.append((kern, extra,
                          run(url, m, n, k, args.dtype, kern, extra)))
-        if "tma" in kern.get("epilogues", []):
-            extra = {"epilogue": "tma"}  # the default stages (at most 4)
-            rows.append((desc(kern, extra),
+        # The other epilogue at the best stage count, where there is one.
+        other = {"tma": "direct", "direct": "tma"}.get(
+            best[1]["plan"].get("epilogue"))
+        if other in kern.get("epilogues", []):
+            extra = dict(best[0], epilogue=other)
+            rows.append((kern, extra,
                          run(url, m, n, k, args.dtype, kern, extra)))
     print("design comparison at %s %s (tn, cold L2)" % (args.size,
                                                         args.dtype))
     print("%-44s %8s %10s %8s" % ("config", "state", "median_us",
                                   "TFLOP/s"))
-    for d, r in rows:
+    for kern, extra, r in rows:
+        # The epilogue the plan chose, for "auto".
+        d = desc(kern, dict(extra, epilogue=r["plan"].get(
+            "epilogue", extra.get("epilogue", "auto"))))
         print("%-44s %8s %10.1f %8.1f%s" % (
             d, r["state"], r["median_us"], r["tflops"],
             "" if r["state"] == "done" else "  " + str(r["error"])))
