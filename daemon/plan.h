@@ -51,8 +51,10 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 /*
  * Stages when the job leaves them open: the most that fit, up to this
  * many.  In the 8192^3 design table (docs/perf.md) more stages never
- * helped: 128x128 tiles fell from 599 TFLOP/s at 4 to 506 at 7, the
- * multistage kernel from 402 at 4 to 282 at 14.
+ * helped with direct stores: 128x128 tiles fell from 599 TFLOP/s at 4
+ * to 506 at 7, the multistage kernel from 402 at 4 to 282 at 14.  With
+ * the TMA epilogue deeper rings measured 7 % faster to 10 % slower by
+ * kernel and shape (session 9), no rule to change the default on.
  */
 #define PLAN_DEFAULT_STAGES 4u
 /*
