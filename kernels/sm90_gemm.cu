@@ -9,10 +9,12 @@
  * ws|cooperative|pingpong -DGEMMD_DTYPE -DGEMMD_LAYOUT -DGEMMD_BM/BN/BK.
  *
  * Three warpgroups, 384 threads, one CTA per SM:
- *   WG0    producer: drops to 40 registers; one elected thread streams
- *          A and B k-tiles with TMA into a ring of `stages` slots;
- *   WG1/2  consumers (232 registers): wgmma from the swizzled slots,
- *          then the epilogue (direct stores, or TMA stores through smem).
+ *   WG0    producer: drops to 40 registers (24 beside 192-accumulator
+ *          consumers); one elected thread streams A and B k-tiles with
+ *          TMA into a ring of `stages` slots;
+ *   WG1/2  consumers (232 registers, 240 with 192 accumulators): wgmma
+ *          from the swizzled slots, then the epilogue (direct stores,
+ *          or TMA stores through smem).
  * Schedules:
  *   ws           one work unit per cluster (the grid covers all tiles);
  *                both consumers split each tile's rows.
