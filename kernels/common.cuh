@@ -32,7 +32,8 @@
  *               pipelined
  *   dtype, layout, tile (BMxBNxBK), threads (block size)
  *   smem_fixed, smem_stage   dynamic smem for S stages is smem_fixed +
- *               S * smem_stage (+ smem_epilogue with the TMA epilogue)
+ *               S * smem_stage (+ smem_epilogue with the TMA epilogue;
+ *               0 where the kernel has none)
  *   min_stages, max_stages
  *   cluster     the largest cluster (x * y CTAs) the kernel accepts
  *   persistent  1: the grid is sized by occupancy, not by the tile count
@@ -49,7 +50,7 @@
 #define GEMMD_KERNEL_NOTE(...) GEMMD_KERNEL_NOTE_(__VA_ARGS__)
 #define GEMMD_KERNEL_NOTE_(entry, sched, dtype, layout, bm, bn, bk, threads,  \
 			  smem_stage, min_stages, max_stages, cluster,        \
-			  persistent, pdl, epilogues, arch)                   \
+			  persistent, pdl, epilogues, smem_epilogue, arch)    \
 	extern "C" __device__ const char gemmd_meta_##entry[] =              \
 		"kernel=" #entry " schedule=" #sched " dtype=" #dtype        \
 		" layout=" #layout " tile=" #bm "x" #bn "x" #bk              \
@@ -59,10 +60,9 @@
 		" max_stages=" #max_stages " cluster=" #cluster              \
 		" persistent=" #persistent " pdl=" #pdl                      \
 		" epilogue=" epilogues                                       \
-		" smem_epilogue=32768"                                       \
+		" smem_epilogue=" #smem_epilogue                             \
 		" out=bf16,fp16,fp32 arch=" #arch
 /* clang-format on */
-static_assert(GEMMD_SMEM_EPILOGUE == 32768, "note smem_epilogue");
 
 /*
  * One kernel per translation unit: the build compiles a kernel source

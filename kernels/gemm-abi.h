@@ -37,10 +37,14 @@
  * output type: 64 16-bit or 32 fp32 columns), so that one buffer is
  * written while the TMA store of the other is still reading it.  Each
  * warp stores its own rows: a box of D is GEMMD_EPI_BOX_ROWS rows.
+ * The consumers of ws and cooperative store at once, each warp of both
+ * into its own buffers; pingpong's store in turn and share one set
+ * (GEMMD_SMEM_EPILOGUE_SHARED), which leaves room for a deeper ring.
  */
 #define GEMMD_EPI_BOX_ROWS 16
 #define GEMMD_EPI_BUF_BYTES (GEMMD_EPI_BOX_ROWS * 128)
 #define GEMMD_SMEM_EPILOGUE (2 * 4 * 2 * GEMMD_EPI_BUF_BYTES)
+#define GEMMD_SMEM_EPILOGUE_SHARED (4 * 2 * GEMMD_EPI_BUF_BYTES)
 /* bf16 and fp16 NaN pattern that no conversion produces: "not written". */
 #define GEMMD_POISON_U16 0xffffu
 /* The same for fp32 outputs. */
@@ -93,8 +97,9 @@
  * swizzle (kernels/sched.cuh).
  *
  * The launch gives the kernel GEMMD_SMEM_FIXED + stages * smem_stage bytes
- * of dynamic shared memory, plus GEMMD_SMEM_EPILOGUE with the TMA-store
- * epilogue.
+ * of dynamic shared memory, plus its note's smem_epilogue with the
+ * TMA-store epilogue (GEMMD_SMEM_EPILOGUE, or GEMMD_SMEM_EPILOGUE_SHARED
+ * for pingpong).
  */
 struct gemm_args {
 	uint64_t d; /* device pointer to D */

@@ -92,6 +92,9 @@ struct sm90_config {
 	static constexpr int n_acc = BN / 2; /* per slice, per thread */
 	/* Consumer warpgroups that read each slot. */
 	static constexpr uint32_t slot_readers = pingpong ? 1 : 2;
+	/* TMA epilogue staging: pingpong's consumers store in turn. */
+	static constexpr uint32_t epi_bytes =
+		pingpong ? GEMMD_SMEM_EPILOGUE_SHARED : GEMMD_SMEM_EPILOGUE;
 	/* 64-element chunks of an MN-major tile, BK rows of 128 B each. */
 	static constexpr uint32_t chunk_bytes = BK * 128;
 
@@ -653,10 +656,14 @@ stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
  * rows into one of its two staging buffers with the 128B swizzle of
  * tma_d, and lane 0 stores them with TMA (which also clips the edges of
  * D).  A buffer is rewritten only once the store issued from it two
- * chunks ago has finished reading it.
+ * chunks ago has finished reading it.  set is the consumer's set of
+ * buffers (the wg the epilogue functions pass on): the consumers of ws
+ * and cooperative store at once, each into its own set; pingpong's
+ * store in turn and share set 0 (see consumer_pingpong()).
  */
-__device__ __forceinline__ uint32_t chunk_buffer(const sm90_ctx &c, uint32_t wg,
-						 uint32_t tid, uint32_t buf_seq)
+__device__ __forceinline__ uint32_t chunk_buffer(const sm90_ctx &c,
+						 uint32_t set, uint32_t tid,
+						 uint32_t buf_seq)
 {
 	const uint32_t warp = tid / 32;
 
@@ -664,7 +671,7 @@ __device__ __forceinline__ uint32_t chunk_buffer(const sm90_ctx &c, uint32_t wg,
 		bulk_wait_read<1>();
 	__syncwarp();
 	return c.staging +
-	       ((4 * wg + warp) * 2 + (buf_seq & 1)) * GEMMD_EPI_BUF_BYTES;
+	       ((4 * set + warp) * 2 + (buf_seq & 1)) * GEMMD_EPI_BUF_BYTES;
 }
 
 /* Hand the staged chunk to TMA, for D at (row, col). */
@@ -1018,15 +1025,21 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		/* Where the tile goes, only now: fewer registers in the loop. */
 		inside = gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
 
+		/*
+		 * The epilogue turn: the consumers share one set of staging
+		 * buffers, so each waits until its stores have read them
+		 * before handing the turn over.  The wait falls behind the
+		 * other consumer's mainloop, as the stores do.
+		 */
 		order_wait(c, 1, wg, order_phase);
 		if (inside)
 			epilogue<Cfg>(c, args, tma_d, acc, tm * Cfg::bm,
-				      tn * Cfg::bn, tid, wg, buf_seq);
+				      tn * Cfg::bn, tid, 0, buf_seq);
+		if (lane == 0)
+			bulk_wait_read<0>();
 		order_arrive(c, 1, wg, tid);
 		order_phase ^= 1;
 	}
-	if (lane == 0)
-		bulk_wait_read<0>(); /* as in consumer_split() */
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -1082,7 +1095,7 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 {
 	const uint32_t end =
 		c.staging +
-		(args.epilogue == GEMMD_EPILOGUE_TMA ? GEMMD_SMEM_EPILOGUE : 0);
+		(args.epilogue == GEMMD_EPILOGUE_TMA ? Cfg::epi_bytes : 0);
 	extern __shared__ __align__(16) uint8_t smem[];
 
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
@@ -1165,8 +1178,9 @@ using gemmd_cfg =
 
 /*
  * The note's numbers are literals pasted into a string: per tile, the
- * bytes of a stage ((BM + BN) * 64 * 2) and the most stages that fit,
- * checked here against what the kernel computes.
+ * bytes of a stage ((BM + BN) * 64 * 2) and the most stages that fit;
+ * per schedule, the TMA epilogue's staging bytes; checked here against
+ * what the kernel computes.
  */
 #define GEMMD_STAGE_128x128 32768
 #define GEMMD_STAGE_128x192 40960
@@ -1183,6 +1197,9 @@ using gemmd_cfg =
 #define GEMMD_PERSISTENT_ws 0
 #define GEMMD_PERSISTENT_cooperative 1
 #define GEMMD_PERSISTENT_pingpong 1
+#define GEMMD_EPILOGUE_BYTES_ws 32768
+#define GEMMD_EPILOGUE_BYTES_cooperative 32768
+#define GEMMD_EPILOGUE_BYTES_pingpong 16384
 #define GEMMD_TILE_KEY_(m, n) m##x##n
 #define GEMMD_TILE_KEY(m, n) GEMMD_TILE_KEY_(m, n)
 #define GEMMD_NOTE_STAGE \
@@ -1190,17 +1207,20 @@ using gemmd_cfg =
 #define GEMMD_NOTE_MAX_STAGES \
 	GEMMD_CAT(GEMMD_NSTAGES_, GEMMD_TILE_KEY(GEMMD_BM, GEMMD_BN))
 #define GEMMD_NOTE_PERSISTENT GEMMD_CAT(GEMMD_PERSISTENT_, GEMMD_SCHED)
+#define GEMMD_NOTE_EPILOGUE GEMMD_CAT(GEMMD_EPILOGUE_BYTES_, GEMMD_SCHED)
 
 static_assert(gemmd_cfg::stage_bytes == GEMMD_NOTE_STAGE, "note smem_stage");
 static_assert(gemmd_cfg::max_stages == GEMMD_NOTE_MAX_STAGES,
 	      "note max_stages");
 static_assert(gemmd_cfg::persistent == GEMMD_NOTE_PERSISTENT,
 	      "note persistent");
+static_assert(gemmd_cfg::epi_bytes == GEMMD_NOTE_EPILOGUE,
+	      "note smem_epilogue");
 
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM,
 		  GEMMD_BN, GEMMD_BK, 384, GEMMD_NOTE_STAGE, 2,
 		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, 1,
-		  "direct,tma", sm_90a);
+		  "direct,tma", GEMMD_NOTE_EPILOGUE, sm_90a);
 
 extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
 	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,

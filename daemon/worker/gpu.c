@@ -739,8 +739,11 @@ static int run_validate_tma(struct run *r)
 	need = GEMMD_SMEM_FIXED + (uint64_t)p->stages *
 					  (p->tile.m + p->tile.n) * p->tile.k *
 					  r->in_size;
+	/* Pingpong's consumers share one set of staging buffers. */
 	if (p->epilogue == GEMM_EPILOGUE_TMA)
-		need += GEMMD_SMEM_EPILOGUE;
+		need += r->spec->schedule == GEMM_SCHEDULE_PINGPONG ?
+				GEMMD_SMEM_EPILOGUE_SHARED :
+				GEMMD_SMEM_EPILOGUE;
 	if (p->smem_bytes < need)
 		return run_invalid(r,
 				   "smem_bytes %u too small for %u stages "
