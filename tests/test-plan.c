@@ -355,6 +355,54 @@ static void test_epilogue_stages(void)
 	catalog_free(c);
 }
 
+/*
+ * The epilogue's bytes are the kernel's own: pingpong's consumers share
+ * 16 KB of staging, which leaves room for a fifth 128x192 stage.
+ */
+static void test_epilogue_bytes(void)
+{
+	static const char *const notes[] = {
+		"kernel=k_pp schedule=pingpong dtype=bf16 layout=tn "
+		"tile=128x192x64 threads=384 smem_fixed=2048 "
+		"smem_stage=40960 min_stages=2 max_stages=5 cluster=8 "
+		"persistent=1 pdl=1 epilogue=direct,tma smem_epilogue=16384 "
+		"out=bf16,fp16,fp32 arch=sm_90a",
+		"kernel=k_co schedule=cooperative dtype=bf16 layout=tn "
+		"tile=128x192x64 threads=384 smem_fixed=2048 "
+		"smem_stage=40960 min_stages=2 max_stages=5 cluster=8 "
+		"persistent=1 pdl=1 " V2,
+	};
+	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
+	struct catalog *c = catalog_new();
+	struct kernel_info k;
+	struct gemm_plan p;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(notes); i++) {
+		CHECK_EQ_INT(kernel_info_parse(notes[i], "x.cubin", &k), 0);
+		CHECK_EQ_INT(catalog_add(c, &k), 0);
+	}
+	/* 2048 + 5 * 40960 + 16384 = 223232 bytes fit */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		    "{\"schedule\":\"pingpong\",\"stages\":5}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 5 * 40960 + 16384);
+	/* with 32 KB of staging only direct stores leave room */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		    "{\"schedule\":\"cooperative\",\"stages\":5}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+	expect_422(c,
+		   "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		   "{\"schedule\":\"cooperative\",\"stages\":5,"
+		   "\"epilogue\":\"tma\"}}",
+		   &dev, "kernel.stages");
+	catalog_free(c);
+}
+
 #define SHAPE(layout, m, n, k, rest)                                   \
 	"{\"m\":" #m ",\"n\":" #n ",\"k\":" #k ",\"layout\":\"" layout \
 	"\"" rest "}"
@@ -859,6 +907,7 @@ int main(void)
 	RUN_TEST(test_geometry);
 	RUN_TEST(test_offers);
 	RUN_TEST(test_epilogue_stages);
+	RUN_TEST(test_epilogue_bytes);
 	RUN_TEST(test_alignment);
 	RUN_TEST(test_order);
 	RUN_TEST(test_auto_choice);
