@@ -45,6 +45,9 @@
 #define GEMMD_EPI_BUF_BYTES (GEMMD_EPI_BOX_ROWS * 128)
 #define GEMMD_SMEM_EPILOGUE (2 * 4 * 2 * GEMMD_EPI_BUF_BYTES)
 #define GEMMD_SMEM_EPILOGUE_SHARED (4 * 2 * GEMMD_EPI_BUF_BYTES)
+/* The staging bytes of a kernel whose consumers store in turn or not. */
+#define GEMMD_SMEM_EPILOGUE_OF(in_turn) \
+	((in_turn) ? GEMMD_SMEM_EPILOGUE_SHARED : GEMMD_SMEM_EPILOGUE)
 /* bf16 and fp16 NaN pattern that no conversion produces: "not written". */
 #define GEMMD_POISON_U16 0xffffu
 /* The same for fp32 outputs. */

@@ -93,8 +93,7 @@ struct sm90_config {
 	/* Consumer warpgroups that read each slot. */
 	static constexpr uint32_t slot_readers = pingpong ? 1 : 2;
 	/* TMA epilogue staging: pingpong's consumers store in turn. */
-	static constexpr uint32_t epi_bytes =
-		pingpong ? GEMMD_SMEM_EPILOGUE_SHARED : GEMMD_SMEM_EPILOGUE;
+	static constexpr uint32_t epi_bytes = GEMMD_SMEM_EPILOGUE_OF(pingpong);
 	/* 64-element chunks of an MN-major tile, BK rows of 128 B each. */
 	static constexpr uint32_t chunk_bytes = BK * 128;
 

@@ -741,9 +741,8 @@ static int run_validate_tma(struct run *r)
 					  r->in_size;
 	/* Pingpong's consumers share one set of staging buffers. */
 	if (p->epilogue == GEMM_EPILOGUE_TMA)
-		need += r->spec->schedule == GEMM_SCHEDULE_PINGPONG ?
-				GEMMD_SMEM_EPILOGUE_SHARED :
-				GEMMD_SMEM_EPILOGUE;
+		need += GEMMD_SMEM_EPILOGUE_OF(r->spec->schedule ==
+					       GEMM_SCHEDULE_PINGPONG);
 	if (p->smem_bytes < need)
 		return run_invalid(r,
 				   "smem_bytes %u too small for %u stages "
