@@ -190,6 +190,27 @@ static unsigned int epilogue_bytes(const struct kernel_info *k,
 	return spec->epilogue == GEMM_EPILOGUE_TMA ? k->smem_epilogue : 0;
 }
 
+/*
+ * The launch's shared memory.  Pingpong's consumers store in turn
+ * through one set of staging buffers (its note's smem_epilogue), so each
+ * drains its stores before handing the turn over; where the ring leaves
+ * room for a second set they get one each and skip that wait, which
+ * the kernel sees from its shared memory size (consumer_pingpong() in
+ * kernels/sm90_gemm.cu).
+ */
+static unsigned int smem_bytes(const struct kernel_info *k,
+			       const struct gemm_spec *spec,
+			       unsigned int stages, unsigned int smem_limit)
+{
+	unsigned int ring = k->smem_fixed + stages * k->smem_stage;
+	unsigned int epi = epilogue_bytes(k, spec);
+
+	if (k->schedule == GEMM_SCHEDULE_PINGPONG &&
+	    (uint64_t)ring + 2 * epi <= smem_limit)
+		epi *= 2;
+	return ring + epi;
+}
+
 static unsigned int stages_that_fit(const struct kernel_info *k,
 				    unsigned int extra, unsigned int smem_limit)
 {
@@ -590,8 +611,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	snprintf(p.cubin, sizeof(p.cubin), "%s", k->cubin);
 	p.stages = stages;
 	p.epilogue = s.epilogue;
-	p.smem_bytes =
-		k->smem_fixed + stages * k->smem_stage + epilogue_bytes(k, &s);
+	p.smem_bytes = smem_bytes(k, &s, stages, smem_limit);
 	p.tile = k->tile;
 	*ret = p;
 	return 0;

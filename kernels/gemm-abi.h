@@ -38,8 +38,10 @@
  * written while the TMA store of the other is still reading it.  Each
  * warp stores its own rows: a box of D is GEMMD_EPI_BOX_ROWS rows.
  * The consumers of ws and cooperative store at once, each warp of both
- * into its own buffers; pingpong's store in turn and share one set
- * (GEMMD_SMEM_EPILOGUE_SHARED), which leaves room for a deeper ring.
+ * into its own buffers; pingpong's store in turn and need only one set
+ * (GEMMD_SMEM_EPILOGUE_SHARED), which leaves room for a deeper ring,
+ * but take one each where the launch has room for two: sharing makes a
+ * consumer wait for its stores' reads before it hands the turn over.
  */
 #define GEMMD_EPI_BOX_ROWS 16
 #define GEMMD_EPI_BUF_BYTES (GEMMD_EPI_BOX_ROWS * 128)
@@ -102,7 +104,7 @@
  * The launch gives the kernel GEMMD_SMEM_FIXED + stages * smem_stage bytes
  * of dynamic shared memory, plus its note's smem_epilogue with the
  * TMA-store epilogue (GEMMD_SMEM_EPILOGUE, or GEMMD_SMEM_EPILOGUE_SHARED
- * for pingpong).
+ * for pingpong, which uses GEMMD_SMEM_EPILOGUE where it gets that much).
  */
 struct gemm_args {
 	uint64_t d; /* device pointer to D */

@@ -989,6 +989,22 @@ __device__ __forceinline__ uint32_t units_from_params(const gemm_args &args)
 	       ((tn + cy - 1) >> (__ffs(cy) - 1));
 }
 
+/*
+ * Pingpong's sets of TMA-epilogue staging buffers: one (its note's
+ * smem_epilogue) shared by the consumers in turn, or one each where the
+ * daemon gave the launch room for two (daemon/plan.c's smem_bytes()).
+ */
+[[maybe_unused]] __device__ __forceinline__ uint32_t
+staging_sets(const sm90_ctx &c)
+{
+	extern __shared__ __align__(16) uint8_t smem[];
+
+	return c.staging + GEMMD_SMEM_EPILOGUE <=
+			       smem_u32(smem) + dynamic_smem_size() ?
+		       2 :
+		       1;
+}
+
 /* pingpong: consumer wg takes the CTA's tiles wg, wg + 2, ... whole. */
 template <typename T, typename Cfg>
 __device__ __forceinline__ void
@@ -1002,6 +1018,9 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 	pipe_state p = { 0, 0 };
 	uint32_t prev = 0, buf_seq = 0;
 	uint32_t order_phase = wg == 0 ? 1 : 0;
+	/* A set of staging buffers each where the launch has room for two. */
+	const bool shared = staging_sets(c) == 1;
+	const uint32_t set = shared ? 0 : wg;
 	descs<Cfg> d;
 
 	make_descs<Cfg>(c, 0, d);
@@ -1025,20 +1044,23 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		inside = gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
 
 		/*
-		 * The epilogue turn: the consumers share one set of staging
-		 * buffers, so each waits until its stores have read them
-		 * before handing the turn over.  The wait falls behind the
-		 * other consumer's mainloop, as the stores do.
+		 * The epilogue turn.  Where the consumers share one set of
+		 * staging buffers, each waits until its stores have read
+		 * them before handing the turn over; the wait falls behind
+		 * the other consumer's mainloop, as the stores do, but not
+		 * where each consumer has about one tile.
 		 */
 		order_wait(c, 1, wg, order_phase);
 		if (inside)
 			epilogue<Cfg>(c, args, tma_d, acc, tm * Cfg::bm,
-				      tn * Cfg::bn, tid, 0, buf_seq);
-		if (lane == 0)
+				      tn * Cfg::bn, tid, set, buf_seq);
+		if (shared && lane == 0)
 			bulk_wait_read<0>();
 		order_arrive(c, 1, wg, tid);
 		order_phase ^= 1;
 	}
+	if (lane == 0)
+		bulk_wait_read<0>(); /* as in consumer_split() */
 }
 
 /* ---- the kernel ---------------------------------------------------------- */

@@ -357,7 +357,8 @@ static void test_epilogue_stages(void)
 
 /*
  * The epilogue's bytes are the kernel's own: pingpong's consumers share
- * 16 KB of staging, which leaves room for a fifth 128x192 stage.
+ * 16 KB of staging, which leaves room for a fifth 128x192 stage, and get
+ * 16 KB each where the ring leaves room; cooperative's 32 KB stay 32.
  */
 static void test_epilogue_bytes(void)
 {
@@ -389,6 +390,27 @@ static void test_epilogue_bytes(void)
 		    &dev, &p);
 	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
 	CHECK_EQ_INT(p.smem_bytes, 2048 + 5 * 40960 + 16384);
+	/* at four stages a set each fits */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		    "{\"schedule\":\"pingpong\",\"stages\":4}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 40960 + 2 * 16384);
+	/* direct stores take no staging, one set or two */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		    "{\"schedule\":\"pingpong\",\"stages\":4,"
+		    "\"epilogue\":\"direct\"}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 40960);
+	/* the other schedules' consumers store at once: no second set */
+	expect_plan(c,
+		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
+		    "{\"schedule\":\"cooperative\",\"stages\":2}}",
+		    &dev, &p);
+	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
+	CHECK_EQ_INT(p.smem_bytes, 2048 + 2 * 40960 + 32768);
 	/* with 32 KB of staging only direct stores leave room */
 	expect_plan(c,
 		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
