@@ -373,6 +373,30 @@ static void test_epilogue_bytes(void)
 		"smem_stage=40960 min_stages=2 max_stages=5 cluster=8 "
 		"persistent=1 pdl=1 " V2,
 	};
+#define JOB_8K(kernel) \
+	"{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":{" kernel "}}"
+	static const struct {
+		const char *job;
+		enum gemm_epilogue epilogue;
+		unsigned int smem_bytes;
+	} cases[] = {
+		/* 2048 + 5 * 40960 + 16384 = 223232 bytes fit */
+		{ JOB_8K("\"schedule\":\"pingpong\",\"stages\":5"),
+		  GEMM_EPILOGUE_TMA, 2048 + 5 * 40960 + 16384 },
+		/* at four stages a set each fits */
+		{ JOB_8K("\"schedule\":\"pingpong\",\"stages\":4"),
+		  GEMM_EPILOGUE_TMA, 2048 + 4 * 40960 + 2 * 16384 },
+		/* direct stores take no staging, one set or two */
+		{ JOB_8K("\"schedule\":\"pingpong\",\"stages\":4,"
+			 "\"epilogue\":\"direct\""),
+		  GEMM_EPILOGUE_DIRECT, 2048 + 4 * 40960 },
+		/* the other schedules' consumers store at once: one set */
+		{ JOB_8K("\"schedule\":\"cooperative\",\"stages\":2"),
+		  GEMM_EPILOGUE_TMA, 2048 + 2 * 40960 + 32768 },
+		/* with 32 KB of staging only direct stores leave room */
+		{ JOB_8K("\"schedule\":\"cooperative\",\"stages\":5"),
+		  GEMM_EPILOGUE_DIRECT, 2048 + 5 * 40960 },
+	};
 	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
 	struct catalog *c = catalog_new();
 	struct kernel_info k;
@@ -383,46 +407,17 @@ static void test_epilogue_bytes(void)
 		CHECK_EQ_INT(kernel_info_parse(notes[i], "x.cubin", &k), 0);
 		CHECK_EQ_INT(catalog_add(c, &k), 0);
 	}
-	/* 2048 + 5 * 40960 + 16384 = 223232 bytes fit */
-	expect_plan(c,
-		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		    "{\"schedule\":\"pingpong\",\"stages\":5}}",
-		    &dev, &p);
-	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
-	CHECK_EQ_INT(p.smem_bytes, 2048 + 5 * 40960 + 16384);
-	/* at four stages a set each fits */
-	expect_plan(c,
-		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		    "{\"schedule\":\"pingpong\",\"stages\":4}}",
-		    &dev, &p);
-	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
-	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 40960 + 2 * 16384);
-	/* direct stores take no staging, one set or two */
-	expect_plan(c,
-		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		    "{\"schedule\":\"pingpong\",\"stages\":4,"
-		    "\"epilogue\":\"direct\"}}",
-		    &dev, &p);
-	CHECK_EQ_INT(p.smem_bytes, 2048 + 4 * 40960);
-	/* the other schedules' consumers store at once: no second set */
-	expect_plan(c,
-		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		    "{\"schedule\":\"cooperative\",\"stages\":2}}",
-		    &dev, &p);
-	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_TMA);
-	CHECK_EQ_INT(p.smem_bytes, 2048 + 2 * 40960 + 32768);
-	/* with 32 KB of staging only direct stores leave room */
-	expect_plan(c,
-		    "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		    "{\"schedule\":\"cooperative\",\"stages\":5}}",
-		    &dev, &p);
-	CHECK_EQ_INT(p.epilogue, GEMM_EPILOGUE_DIRECT);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		expect_plan(c, cases[i].job, &dev, &p);
+		CHECK_EQ_INT(p.epilogue, cases[i].epilogue);
+		CHECK_EQ_INT(p.smem_bytes, cases[i].smem_bytes);
+	}
 	expect_422(c,
-		   "{\"m\":8192,\"n\":8192,\"k\":1024,\"kernel\":"
-		   "{\"schedule\":\"cooperative\",\"stages\":5,"
-		   "\"epilogue\":\"tma\"}}",
+		   JOB_8K("\"schedule\":\"cooperative\",\"stages\":5,"
+			  "\"epilogue\":\"tma\""),
 		   &dev, "kernel.stages");
 	catalog_free(c);
+#undef JOB_8K
 }
 
 #define SHAPE(layout, m, n, k, rest)                                   \
