@@ -658,7 +658,8 @@ stage_general(const gemm_args &args, const float (&a)[Cfg::n_acc], uint32_t ch,
  * chunks ago has finished reading it.  set is the consumer's set of
  * buffers (the wg the epilogue functions pass on): the consumers of ws
  * and cooperative store at once, each into its own set; pingpong's
- * store in turn and share set 0 (see consumer_pingpong()).
+ * store in turn and share set 0 where the launch has room for one set
+ * only (see staging_sets()).
  */
 __device__ __forceinline__ uint32_t chunk_buffer(const sm90_ctx &c,
 						 uint32_t set, uint32_t tid,

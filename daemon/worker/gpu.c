@@ -739,7 +739,7 @@ static int run_validate_tma(struct run *r)
 	need = GEMMD_SMEM_FIXED + (uint64_t)p->stages *
 					  (p->tile.m + p->tile.n) * p->tile.k *
 					  r->in_size;
-	/* Pingpong's consumers share one set of staging buffers. */
+	/* Pingpong's consumers can share one set of staging buffers. */
 	if (p->epilogue == GEMM_EPILOGUE_TMA)
 		need += GEMMD_SMEM_EPILOGUE_OF(r->spec->schedule ==
 					       GEMM_SCHEDULE_PINGPONG);
