@@ -387,6 +387,29 @@ GEMMD_DEV void named_bar_sync(uint32_t id, uint32_t count)
 }
 
 /*
+ * A flag in global memory that one CTA raises for another of the same
+ * grid: the release orders the writes this thread has seen before it
+ * (the whole CTA's, after a barrier) ahead of the flag; the acquire
+ * orders the flag ahead of what the reading CTA does next.
+ */
+GEMMD_DEV void st_release_gpu(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v)
+		     : "memory");
+}
+
+GEMMD_DEV uint32_t ld_acquire_gpu(const uint32_t *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(p)
+		     : "memory");
+	return v;
+}
+
+/*
  * Four 8x8 matrices of 16-bit elements from registers to shared memory:
  * lane l gives the address of row l % 8 of matrix l / 8, and register i
  * of lane l holds row l / 4, columns 2 * (l % 4) + {0, 1} of matrix i -

@@ -121,8 +121,32 @@ struct gemm_args {
 	uint32_t out; /* GEMMD_OUT_* */
 	float alpha, beta;
 	uint32_t fault; /* GEMMD_FAULT_*: 0 outside fault-injection tests */
+	uint32_t decomposition; /* GEMMD_DECOMP_* */
+	uint32_t reserved;
+	uint64_t workspace; /* stream-K: GEMMD_SK_WORKSPACE_BYTES, see below */
 };
-GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 96, "gemm_args layout");
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
+
+/*
+ * gemm_args.decomposition: how a persistent kernel cuts the work.
+ *   DATA_PARALLEL  whole tiles: work unit u goes to cluster u % G.
+ *   STREAM_K       (cooperative) the units of the last, partial wave (and
+ *                  one full wave more where that one is less than half
+ *                  full) are cut along K instead: their k-tiles are
+ *                  dealt out evenly, one contiguous range per cluster,
+ *                  after its whole units.  The cluster whose range holds
+ *                  a unit's first k-tile stores it, after adding the
+ *                  partial sums of the clusters that did the rest.
+ * The stream-K workspace: one slot of BM x BN fp32 partial sums per CTA
+ * of the launch, in CTA order (blockIdx.y * gridDim.x + blockIdx.x),
+ * then one 32-bit flag per CTA.  The host zeroes the flags once; each
+ * launch leaves them zero again.
+ */
+#define GEMMD_DECOMP_DATA_PARALLEL 0u
+#define GEMMD_DECOMP_STREAM_K 1u
+#define GEMMD_SK_SLOT_BYTES(bm, bn) ((uint64_t)(bm) * (uint64_t)(bn)*4u)
+#define GEMMD_SK_WORKSPACE_BYTES(ctas, bm, bn) \
+	((uint64_t)(ctas) * (GEMMD_SK_SLOT_BYTES(bm, bn) + 4u))
 
 /*
  * gemm_args.fault: deliberate pipeline bugs, so that the tests can show

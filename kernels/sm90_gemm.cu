@@ -20,7 +20,12 @@
  *                both consumers split each tile's rows.
  *   cooperative  the same split, persistent: a CTA walks units id, id+G,
  *                ... and its producer runs ahead into the next tile
- *                while the consumers store the last one.
+ *                while the consumers store the last one.  Under
+ *                stream-K (gemm_args.decomposition) the last wave's
+ *                units are cut along K instead: after its whole units
+ *                each cluster takes an even share of their k-tiles, and
+ *                partial sums meet in a global workspace (sk_publish(),
+ *                sk_collect()).
  *   pingpong     persistent; each consumer takes every other tile of the
  *                CTA whole.  An ordered barrier hands the tensor cores
  *                over (mainloop turn) and the epilogue turn, so one
@@ -81,6 +86,8 @@ struct sm90_config {
 	static constexpr bool a_kmajor = AK, b_kmajor = BK_;
 	static constexpr bool persistent = SCHED != SCHED_WS;
 	static constexpr bool pingpong = SCHED == SCHED_PINGPONG;
+	/* Takes GEMMD_DECOMP_STREAM_K: persistent, both consumers a tile. */
+	static constexpr bool stream_k = SCHED == SCHED_COOP;
 	static constexpr uint32_t a_bytes = BM * BK * sizeof(T);
 	static constexpr uint32_t b_bytes = BN * BK * sizeof(T);
 	static constexpr uint32_t stage_bytes = a_bytes + b_bytes;
@@ -138,6 +145,11 @@ struct sm90_ctx {
 	uint32_t cluster, clusters; /* this CTA's cluster, clusters launched */
 	bool early_release; /* GEMMD_FAULT_EARLY_RELEASE: tests only */
 	struct gemmd_sched sched;
+	/*
+	 * Units [0, dp) go whole; stream-K cuts the rest along K into
+	 * sk_iters k-tiles, of which this cluster does [sk_begin, sk_end).
+	 */
+	uint32_t dp, sk_iters, sk_begin, sk_end;
 };
 
 /* Pipeline position: slot and the parity to wait for. */
@@ -161,6 +173,81 @@ pipe_skip(pipe_state &p, uint32_t n, uint32_t stages)
 
 	p.phase ^= (t / stages) & 1;
 	p.slot = t % stages;
+}
+
+/* ---- work list ----------------------------------------------------------- */
+
+/*
+ * The units that stream-K cuts along K: those of the last wave when it
+ * is partial, all of them where there is less than one wave, and one
+ * full wave more where the partial one is less than half full, so that
+ * no cluster's share is much under half a unit (each cut costs a slot
+ * of partial sums written and read again).
+ */
+__device__ __forceinline__ uint32_t sk_units(uint32_t units, uint32_t clusters)
+{
+	uint32_t rem = units % clusters;
+
+	if (rem && 2 * rem < clusters && units > clusters)
+		rem += clusters;
+	return rem;
+}
+
+/* The first of cluster i's k-tiles among n stream-K k-tiles. */
+__device__ __forceinline__ uint32_t sk_first(uint32_t i, uint32_t n,
+					     uint32_t clusters)
+{
+	return static_cast<uint32_t>(static_cast<uint64_t>(i) * n / clusters);
+}
+
+/* A piece of work: k-tiles [kb, ke) of unit u. */
+struct work {
+	uint32_t u, kb, ke;
+};
+
+/* Where a cluster is in its list: whole units, then its stream-K range. */
+struct work_iter {
+	uint32_t u, pos;
+};
+
+__device__ __forceinline__ work_iter work_start(const sm90_ctx &c)
+{
+	return { c.cluster, c.sk_begin };
+}
+
+/*
+ * The next piece, in the same order for the producer and the consumers
+ * of every CTA of the cluster.  A stream-K range is cut at unit ends:
+ * only its first piece can start inside a unit, only its last end
+ * inside one.
+ */
+template <typename Cfg>
+__device__ __forceinline__ bool work_next(const sm90_ctx &c, work_iter &it,
+					  work &w)
+{
+	uint32_t su;
+
+	if (it.u < c.dp) {
+		w = { it.u, 0, c.k_tiles };
+		it.u += c.clusters;
+		return true;
+	}
+	if (!Cfg::stream_k || it.pos >= c.sk_end)
+		return false;
+	su = it.pos / c.k_tiles;
+	w.u = c.dp + su;
+	w.kb = it.pos - su * c.k_tiles;
+	w.ke = min(c.k_tiles, w.kb + (c.sk_end - it.pos));
+	it.pos += w.ke - w.kb;
+	return true;
+}
+
+/* Whether work_next() has another piece. */
+template <typename Cfg>
+__device__ __forceinline__ bool work_more(const sm90_ctx &c,
+					  const work_iter &it)
+{
+	return it.u < c.dp || (Cfg::stream_k && it.pos < c.sk_end);
 }
 
 /* ---- producer ------------------------------------------------------------ */
@@ -251,18 +338,20 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 	const uint16_t mask_a = c.cy > 1 ? row_mask(c) : 0;
 	const uint16_t mask_b = c.cx > 1 ? col_mask(c) : 0;
 	pipe_state p = { 0, 1 };
+	work_iter it = work_start(c);
+	work w;
 
 	tma_prefetch_desc(tma_a);
 	tma_prefetch_desc(tma_b);
 
 #pragma unroll 1
-	for (uint32_t u = c.cluster; u < c.sched.units; u += c.clusters) {
+	while (work_next<Cfg>(c, it, w)) {
 		uint32_t tm, tn;
 
 		/* Tiles outside D load zero-filled boxes for their peers. */
-		gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn);
+		gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, tm, tn);
 #pragma unroll 1
-		for (uint32_t kt = 0; kt < c.k_tiles; kt++) {
+		for (uint32_t kt = w.kb; kt < w.ke; kt++) {
 			const uint32_t a = c.ring + p.slot * Cfg::stage_bytes;
 			const uint32_t full = c.full + 8 * p.slot;
 			const int32_t k0 = kt * Cfg::bk;
@@ -413,8 +502,9 @@ mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
 }
 
 /*
- * One tile's k-loop.  Returns with every wgmma issued; the caller drains
- * with mainloop_tail().  prev is the slot still held (released late).
+ * One piece's k-loop: n k-tiles of a tile (all of them but under
+ * stream-K).  Returns with every wgmma issued; the caller drains with
+ * mainloop_tail().  prev is the slot still held (released late).
  * hook() runs once, while the first k-tile's wgmmas are in flight: the
  * tensor cores work on this tile while the warps store the last one.
  * The first k-tile is peeled so that what the hook reads is dead after
@@ -426,12 +516,12 @@ template <typename T, typename Cfg, typename Hook>
 __device__ __forceinline__ void
 mainloop(const sm90_ctx &c, const descs<Cfg> &d,
 	 float (&acc)[Cfg::mi][Cfg::n_acc], pipe_state &p, uint32_t &prev,
-	 uint32_t lane, bool warp0, const Hook &hook)
+	 uint32_t lane, bool warp0, const Hook &hook, uint32_t n)
 {
 	mainloop_step<T, Cfg, true>(c, d, acc, p, prev, lane, warp0);
 	hook();
 #pragma unroll 1
-	for (uint32_t kt = 1; kt < c.k_tiles; kt++)
+	for (uint32_t kt = 1; kt < n; kt++)
 		mainloop_step<T, Cfg, false>(c, d, acc, p, prev, lane, warp0);
 }
 
@@ -899,6 +989,125 @@ template <typename Cfg> struct no_hook {
 	}
 };
 
+/* ---- stream-K fixup ------------------------------------------------------ */
+
+/* Named barrier of both consumer warpgroups (pingpong's are 1 and 2). */
+#define SK_BAR 3
+
+/*
+ * The slot and flag of the CTA at this CTA's place in cluster i
+ * (gemm-abi.h: one slot per CTA in CTA order, then the flags).  In a
+ * slot, float4 q of consumer thread t (of 256) is at q * 256 + t:
+ * whoever adds it back is the same thread of another CTA, so the layout
+ * need not be D's, only coalesced.
+ */
+[[maybe_unused]] __device__ __forceinline__ uint32_t sk_cta(const sm90_ctx &c,
+							    uint32_t i)
+{
+	return blockIdx.y * gridDim.x + i * c.cx + c.cta_x;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ float4 *sk_slot(const gemm_args &args, uint32_t cta,
+					   uint32_t ct)
+{
+	return reinterpret_cast<float4 *>(
+		       args.workspace +
+		       cta * GEMMD_SK_SLOT_BYTES(Cfg::bm, Cfg::bn)) +
+	       ct;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ uint32_t *sk_flag(const gemm_args &args,
+					     uint32_t cta)
+{
+	const uint64_t slots = static_cast<uint64_t>(gridDim.x) * gridDim.y *
+			       GEMMD_SK_SLOT_BYTES(Cfg::bm, Cfg::bn);
+
+	return reinterpret_cast<uint32_t *>(args.workspace + slots) + cta;
+}
+
+/*
+ * A piece that starts inside its unit: leave its partial sums in this
+ * CTA's slot and raise the flag (a range's first piece only, so one slot
+ * a CTA is enough).  Nobody waits for it but the unit's owner.
+ */
+template <typename Cfg>
+__device__ __forceinline__ void
+sk_publish(const sm90_ctx &c, const gemm_args &args,
+	   const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t ct)
+{
+	const uint32_t cta = sk_cta(c, c.cluster);
+	float4 *slot = sk_slot<Cfg>(args, cta, ct);
+
+#pragma unroll
+	for (int i = 0; i < Cfg::mi; i++) {
+#pragma unroll
+		for (int q = 0; q < Cfg::n_acc / 4; q++)
+			__stcg(slot + (i * Cfg::n_acc / 4 + q) * 256,
+			       make_float4(acc[i][4 * q], acc[i][4 * q + 1],
+					   acc[i][4 * q + 2],
+					   acc[i][4 * q + 3]));
+	}
+	/*
+	 * The barrier orders every consumer thread's stores before thread
+	 * 0's release, which makes them visible with the flag: no fence
+	 * per thread (__threadfence() also invalidates L1 here).
+	 */
+	named_bar_sync(SK_BAR, 256);
+	if (ct == 0)
+		st_release_gpu(sk_flag<Cfg>(args, cta), 1);
+}
+
+/*
+ * The owner of unit u (its piece starts at the unit's first k-tile and
+ * ends before the last) adds the partial sums of the clusters whose
+ * ranges start inside the unit, in cluster order, and lowers their
+ * flags for the next launch.  Their pieces are the first of their
+ * ranges and this is the last of this one's, so the wait is short, and
+ * no CTA waits while it owes another its sums.
+ */
+template <typename Cfg>
+__device__ __forceinline__ void
+sk_collect(const sm90_ctx &c, const gemm_args &args,
+	   float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t u, uint32_t ct)
+{
+	const uint32_t end = (u - c.dp + 1) * c.k_tiles;
+
+#pragma unroll 1
+	for (uint32_t i = c.cluster + 1; i < c.clusters; i++) {
+		const uint32_t first = sk_first(i, c.sk_iters, c.clusters);
+		const uint32_t cta = sk_cta(c, i);
+		const float4 *slot;
+
+		if (first >= end)
+			break;
+		if (first == sk_first(i + 1, c.sk_iters, c.clusters))
+			continue; /* an empty range */
+		if (ct == 0) {
+			while (!ld_acquire_gpu(sk_flag<Cfg>(args, cta)))
+				__nanosleep(64);
+		}
+		named_bar_sync(SK_BAR, 256);
+		slot = sk_slot<Cfg>(args, cta, ct);
+#pragma unroll
+		for (int j = 0; j < Cfg::mi; j++) {
+#pragma unroll
+			for (int q = 0; q < Cfg::n_acc / 4; q++) {
+				const float4 v = __ldcg(
+					slot + (j * Cfg::n_acc / 4 + q) * 256);
+
+				acc[j][4 * q] += v.x;
+				acc[j][4 * q + 1] += v.y;
+				acc[j][4 * q + 2] += v.z;
+				acc[j][4 * q + 3] += v.w;
+			}
+		}
+		if (ct == 0)
+			*sk_flag<Cfg>(args, cta) = 0;
+	}
+}
+
 /* ws and cooperative: both consumers on every tile, wg_rows rows each. */
 template <typename T, typename Cfg>
 __device__ __forceinline__ void
@@ -915,21 +1124,31 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 	deferred_store<Cfg> ds = {};
 	descs<Cfg> d;
 	const store_deferred<Cfg> flush = { ds, c, tma_d, tid, wg, buf_seq };
+	work_iter it = work_start(c);
+	work cur;
 
 	make_descs<Cfg>(c, wg * Cfg::wg_rows, d);
 #pragma unroll 1
-	for (uint32_t u = c.cluster; u < c.sched.units; u += c.clusters) {
+	while (work_next<Cfg>(c, it, cur)) {
 		uint32_t tm, tn, row0, col0;
 
-		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush);
+		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush,
+				 cur.ke - cur.kb);
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
 		/* Where the tile goes, only now: fewer registers in the loop. */
-		if (!gemmd_sched_tile(c.sched, u, c.cta_x, c.cta_y, tm, tn))
+		if (!gemmd_sched_tile(c.sched, cur.u, c.cta_x, c.cta_y, tm, tn))
 			continue;
+		/* Stream-K: a piece that is not the unit's first goes back. */
+		if (Cfg::stream_k && cur.kb) {
+			sk_publish<Cfg>(c, args, acc, wg * 128 + tid);
+			continue;
+		}
+		if (Cfg::stream_k && cur.ke < c.k_tiles)
+			sk_collect<Cfg>(c, args, acc, cur.u, wg * 128 + tid);
 		row0 = tm * Cfg::bm + wg * Cfg::wg_rows;
 		col0 = tn * Cfg::bn;
 		/* The last tile has nothing to overlap with: store it now. */
-		if (defer && u + c.clusters < c.sched.units)
+		if (defer && work_more<Cfg>(c, it))
 			defer_store<Cfg>(c, args, tma_d, acc, row0, col0, tid,
 					 wg, buf_seq, ds);
 		else
@@ -1036,7 +1255,7 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 
 		order_wait(c, 0, wg, order_phase);
 		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0,
-				 no_hook<Cfg>());
+				 no_hook<Cfg>(), c.k_tiles);
 		order_arrive(c, 0, wg, tid);
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
 		/* The other consumer's k-tiles come next in the ring. */
@@ -1103,6 +1322,14 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.cluster = blockIdx.x / c.cx;
 	c.clusters = gridDim.x / c.cx;
 	c.early_release = args.fault & GEMMD_FAULT_EARLY_RELEASE;
+	c.dp = c.sched.units;
+	c.sk_iters = c.sk_begin = c.sk_end = 0;
+	if (Cfg::stream_k && args.decomposition == GEMMD_DECOMP_STREAM_K) {
+		c.dp -= sk_units(c.sched.units, c.clusters);
+		c.sk_iters = (c.sched.units - c.dp) * c.k_tiles;
+		c.sk_begin = sk_first(c.cluster, c.sk_iters, c.clusters);
+		c.sk_end = sk_first(c.cluster + 1, c.sk_iters, c.clusters);
+	}
 }
 
 /*
@@ -1120,7 +1347,11 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		(args.epilogue == GEMMD_EPILOGUE_TMA ? Cfg::epi_bytes : 0);
 	extern __shared__ __align__(16) uint8_t smem[];
 
+	const bool sk_ok = Cfg::stream_k && args.workspace;
+
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
+	       (args.decomposition == GEMMD_DECOMP_DATA_PARALLEL ||
+		(args.decomposition == GEMMD_DECOMP_STREAM_K && sk_ok)) &&
 	       end <= smem_u32(smem) + dynamic_smem_size() &&
 	       c.cx == sreg_cluster_nctaid_x() &&
 	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
