@@ -363,6 +363,14 @@ static void print_problem(const json_t *spec)
 							       "");
 }
 
+/* Stream-K shows; data_parallel, the default, and older plans do not. */
+static bool stream_k(const json_t *plan)
+{
+	const char *d = jstr(plan, "decomposition");
+
+	return d && !strcmp(d, "stream_k");
+}
+
 /* pdl: the job's launches may overlap (spec.kernel.pdl). */
 static void print_plan(const json_t *plan, const json_t *spec)
 {
@@ -388,13 +396,15 @@ static void print_plan(const json_t *plan, const json_t *spec)
 	      dims(json_object_get(plan, "cluster"), cluster, sizeof(cluster)),
 	      smem);
 	if (jstr(plan, "raster"))
-		field("order:", "%s, swizzle %s, %s epilogue%s, %s work units",
+		field("order:",
+		      "%s, swizzle %s, %s epilogue%s%s, %s work units",
 		      jstr(plan, "raster"),
 		      int_text(plan, "swizzle", stages, sizeof(stages)),
 		      jstr(plan, "epilogue") ?: "-",
 		      json_is_true(json_object_get(plan, "persistent")) ?
 			      ", persistent" :
 			      "",
+		      stream_k(plan) ? ", stream_k decomposition" : "",
 		      int_text(plan, "units", grid, sizeof(grid)));
 }
 

@@ -550,11 +550,28 @@ static const char *epilogue_name(int i)
 	return gemm_epilogue_to_string(i);
 }
 
+static const char *decomposition_name(int i)
+{
+	return gemm_decomposition_to_string(i);
+}
+
+/* Not in the note: the schedule decides (gemm_schedule_has_decomposition). */
+static json_t *decompositions_to_json(const struct kernel_info *k)
+{
+	unsigned int mask = 0;
+	int i;
+
+	for (i = 0; i < _GEMM_DECOMP_MAX; i++)
+		if (gemm_schedule_has_decomposition(k->schedule, i))
+			mask |= KERNEL_BIT(i);
+	return mask_to_json(mask, decomposition_name, _GEMM_DECOMP_MAX);
+}
+
 json_t *kernel_info_to_json(const struct kernel_info *k)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:s, s:o, s:s, s:[i,i,i], s:i, s:i, s:i,"
-		" s:i, s:i, s:i, s:i, s:b, s:b, s:o, s:s}",
+		" s:i, s:i, s:i, s:i, s:b, s:b, s:o, s:o, s:s}",
 		"name", k->name, "cubin", k->cubin, "schedule",
 		gemm_schedule_to_string(k->schedule), "dtype",
 		gemm_dtype_to_string(k->dtype), "outs",
@@ -566,7 +583,7 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 		"cluster_max", k->cluster_max, "persistent", k->persistent,
 		"pdl", k->pdl, "epilogues",
 		mask_to_json(k->epilogues, epilogue_name, _GEMM_EPILOGUE_MAX),
-		"arch", k->arch);
+		"decompositions", decompositions_to_json(k), "arch", k->arch);
 }
 
 json_t *catalog_to_json(const struct catalog *c)

@@ -43,6 +43,11 @@ const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX] = {
 	[GEMM_EPILOGUE_AUTO] = "auto",
 };
 
+const char *const gemm_decomposition_names[_GEMM_DECOMP_MAX] = {
+	[GEMM_DECOMP_DATA_PARALLEL] = "data_parallel",
+	[GEMM_DECOMP_STREAM_K] = "stream_k",
+};
+
 const char *const gemm_init_names[_GEMM_INIT_MAX] = {
 	[GEMM_INIT_NORMAL] = "normal",
 	[GEMM_INIT_UNIFORM] = "uniform",
@@ -149,6 +154,37 @@ int gemm_epilogue_from_string(const char *s)
 {
 	return string_table_find(gemm_epilogue_names,
 				 ARRAY_SIZE(gemm_epilogue_names), s);
+}
+
+const char *gemm_decomposition_to_string(enum gemm_decomposition d)
+{
+	return string_table_lookup(gemm_decomposition_names,
+				   ARRAY_SIZE(gemm_decomposition_names), d);
+}
+
+int gemm_decomposition_from_string(const char *s)
+{
+	return string_table_find(gemm_decomposition_names,
+				 ARRAY_SIZE(gemm_decomposition_names), s);
+}
+
+/*
+ * Stream-K splits a tile's k-tiles among clusters and adds the partial
+ * sums up in a workspace: the kernel that does it is cooperative's, the
+ * persistent one whose two consumers split each tile (kernels/gemm-abi.h).
+ */
+bool gemm_schedule_has_decomposition(enum gemm_schedule s,
+				     enum gemm_decomposition d)
+{
+	switch (d) {
+	case GEMM_DECOMP_DATA_PARALLEL:
+		return true;
+	case GEMM_DECOMP_STREAM_K:
+		return s == GEMM_SCHEDULE_COOPERATIVE;
+	case _GEMM_DECOMP_MAX:
+		break;
+	}
+	return false;
 }
 
 const char *gemm_init_to_string(enum gemm_init i)

@@ -49,6 +49,16 @@ enum gemm_raster {
 	_GEMM_RASTER_MAX,
 };
 
+/*
+ * How a persistent kernel cuts the work among its clusters
+ * (gemm_args.decomposition, kernels/gemm-abi.h).
+ */
+enum gemm_decomposition {
+	GEMM_DECOMP_DATA_PARALLEL, /* whole tiles, one cluster each */
+	GEMM_DECOMP_STREAM_K, /* the last wave's tiles cut along K */
+	_GEMM_DECOMP_MAX,
+};
+
 enum gemm_epilogue {
 	GEMM_EPILOGUE_DIRECT, /* stores from registers */
 	GEMM_EPILOGUE_TMA, /* staged in smem, TMA stores */
@@ -157,6 +167,7 @@ struct gemm_spec {
 	enum gemm_raster raster;
 	unsigned int swizzle; /* 0: the plan picks; else 1, 2, 4, 8 */
 	enum gemm_epilogue epilogue;
+	enum gemm_decomposition decomposition;
 	/*
 	 * Programmatic dependent launch: each launch of ours may start
 	 * while the one before it finishes (kernels with "pdl" only).
@@ -195,6 +206,7 @@ struct gemm_plan {
 	enum gemm_raster raster; /* never AUTO */
 	unsigned int swizzle;
 	enum gemm_epilogue epilogue;
+	enum gemm_decomposition decomposition; /* stream_k: persistent only */
 	/*
 	 * A persistent kernel: the worker cuts grid[0] down to the clusters
 	 * that fit at once (cuOccupancyMaxActiveClusters).  grid[0] is
@@ -350,6 +362,7 @@ extern const char *const gemm_layout_names[_GEMM_LAYOUT_MAX];
 extern const char *const gemm_schedule_names[_GEMM_SCHEDULE_MAX];
 extern const char *const gemm_raster_names[_GEMM_RASTER_MAX];
 extern const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX];
+extern const char *const gemm_decomposition_names[_GEMM_DECOMP_MAX];
 extern const char *const gemm_init_names[_GEMM_INIT_MAX];
 /* GEMM_BASELINE_NONE has no name: it is JSON null. */
 extern const char *const gemm_baseline_names[_GEMM_BASELINE_MAX];
@@ -369,6 +382,15 @@ const char *gemm_raster_to_string(enum gemm_raster r);
 int gemm_raster_from_string(const char *s);
 const char *gemm_epilogue_to_string(enum gemm_epilogue e);
 int gemm_epilogue_from_string(const char *s);
+const char *gemm_decomposition_to_string(enum gemm_decomposition d);
+int gemm_decomposition_from_string(const char *s);
+/*
+ * Whether kernels of schedule s can run decomposition d: stream-K only
+ * on cooperative, the persistent kernel whose consumers share a tile.
+ * The planner refuses what this refuses, and the catalog lists it.
+ */
+bool gemm_schedule_has_decomposition(enum gemm_schedule s,
+				     enum gemm_decomposition d);
 const char *gemm_init_to_string(enum gemm_init i);
 int gemm_init_from_string(const char *s);
 const char *gemm_baseline_to_string(enum gemm_baseline b);

@@ -572,6 +572,36 @@ static int check_baseline_types(const struct gemm_spec *spec,
 			       gemm_dtype_to_string(spec->out));
 }
 
+/*
+ * The decomposition is the schedule's to offer, whatever the kernel
+ * (gemm_schedule_has_decomposition()): refused before a kernel is
+ * looked for, so the job hears of the rule and not of a missing tile.
+ * The schedules that offer it are named from the rule itself.
+ */
+static int check_decomposition(const struct gemm_spec *spec,
+			       struct gemmd_error *err)
+{
+	char need[96] = "";
+	size_t used = 0;
+	int i, n = 0;
+
+	if (gemm_schedule_has_decomposition(spec->schedule,
+					    spec->decomposition))
+		return 0;
+	for (i = 0; i < _GEMM_SCHEDULE_MAX && used < sizeof(need); i++) {
+		if (!gemm_schedule_has_decomposition(i, spec->decomposition))
+			continue;
+		used += (size_t)snprintf(need + used, sizeof(need) - used,
+					 "%s%s", n++ ? " or " : "",
+					 gemm_schedule_to_string(i));
+	}
+	return gemmd_error_set(
+		err, 422, "unsupported", "kernel.decomposition",
+		"%s needs the %s schedule, not %s",
+		gemm_decomposition_to_string(spec->decomposition), need,
+		gemm_schedule_to_string(spec->schedule));
+}
+
 int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		 const struct device_limits *dev, struct gemm_plan *ret,
 		 struct gemmd_error *err)
@@ -590,6 +620,9 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	if (dev && dev->sm_count)
 		sm_count = dev->sm_count;
 
+	r = check_decomposition(spec, err);
+	if (r < 0)
+		return r;
 	k = pick_kernel(cat, spec, sm_count);
 	if (!k)
 		return no_kernel(cat, spec, err);
@@ -611,6 +644,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	snprintf(p.cubin, sizeof(p.cubin), "%s", k->cubin);
 	p.stages = stages;
 	p.epilogue = s.epilogue;
+	p.decomposition = s.decomposition;
 	p.smem_bytes = smem_bytes(k, &s, stages, smem_limit);
 	p.tile = k->tile;
 	*ret = p;
@@ -655,18 +689,18 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 
 json_t *plan_to_json(const struct gemm_plan *p)
 {
-	return json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
-			 " s:i, s:[i,i,i], s:s, s:i, s:s, s:b, s:I}",
-			 "kernel", p->kernel, "cubin", p->cubin, "grid",
-			 p->grid[0], p->grid[1], p->grid[2], "block",
-			 p->block[0], p->block[1], p->block[2], "cluster",
-			 p->cluster[0], p->cluster[1], p->cluster[2],
-			 "smem_bytes", p->smem_bytes, "stages", p->stages,
-			 "tile", p->tile.m, p->tile.n, p->tile.k, "raster",
-			 gemm_raster_to_string(p->raster), "swizzle",
-			 p->swizzle, "epilogue",
-			 gemm_epilogue_to_string(p->epilogue), "persistent",
-			 p->persistent, "units", (json_int_t)p->units);
+	return json_pack(
+		"{s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
+		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:b, s:I}",
+		"kernel", p->kernel, "cubin", p->cubin, "grid", p->grid[0],
+		p->grid[1], p->grid[2], "block", p->block[0], p->block[1],
+		p->block[2], "cluster", p->cluster[0], p->cluster[1],
+		p->cluster[2], "smem_bytes", p->smem_bytes, "stages", p->stages,
+		"tile", p->tile.m, p->tile.n, p->tile.k, "raster",
+		gemm_raster_to_string(p->raster), "swizzle", p->swizzle,
+		"epilogue", gemm_epilogue_to_string(p->epilogue),
+		"decomposition", gemm_decomposition_to_string(p->decomposition),
+		"persistent", p->persistent, "units", (json_int_t)p->units);
 }
 
 /* The work order as the kernels take it: resolved, never "auto". */
@@ -685,9 +719,24 @@ static int order_from_json(const char *raster, unsigned int swizzle,
 	return 0;
 }
 
+/*
+ * Stream-K cuts tiles among the clusters of a persistent kernel: a plan
+ * that is not persistent cannot carry it.
+ */
+static int decomposition_from_json(const char *decomposition,
+				   struct gemm_plan *p)
+{
+	int d = gemm_decomposition_from_string(decomposition);
+
+	if (d < 0 || (d == GEMM_DECOMP_STREAM_K && !p->persistent))
+		return -EINVAL;
+	p->decomposition = d;
+	return 0;
+}
+
 int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
-	const char *kernel, *cubin, *raster, *epilogue;
+	const char *kernel, *cubin, *raster, *epilogue, *decomposition;
 	struct gemm_plan p;
 	json_error_t jerr;
 	json_int_t units;
@@ -696,7 +745,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	memset(&p, 0, sizeof(p));
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
 			   "{s:s, s:s, s:[iii], s:[iii], s:[iii], s:i, s:i,"
-			   " s:[iii], s:s, s:i, s:s, s:b, s:I}",
+			   " s:[iii], s:s, s:i, s:s, s:s, s:b, s:I}",
 			   "kernel", &kernel, "cubin", &cubin, "grid",
 			   &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
@@ -704,17 +753,19 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 			   "smem_bytes", &p.smem_bytes, "stages", &p.stages,
 			   "tile", &p.tile.m, &p.tile.n, &p.tile.k, "raster",
 			   &raster, "swizzle", &swizzle, "epilogue", &epilogue,
-			   "persistent", &persistent, "units", &units) < 0)
+			   "decomposition", &decomposition, "persistent",
+			   &persistent, "units", &units) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
 	    strlen(cubin) >= sizeof(p.cubin))
 		return -ENAMETOOLONG;
+	p.persistent = persistent;
 	if (units < 1 || swizzle < 1 ||
-	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0)
+	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0 ||
+	    decomposition_from_json(decomposition, &p) < 0)
 		return -EINVAL;
 	strcpy(p.kernel, kernel);
 	strcpy(p.cubin, cubin);
-	p.persistent = persistent;
 	p.units = (uint64_t)units;
 	*ret = p;
 	return 0;

@@ -43,6 +43,7 @@ void spec_init(struct gemm_spec *spec)
 	spec->raster = GEMM_RASTER_AUTO;
 	spec->swizzle = 0;
 	spec->epilogue = GEMM_EPILOGUE_AUTO;
+	spec->decomposition = GEMM_DECOMP_DATA_PARALLEL;
 	spec->alpha = 1.0;
 	spec->beta = 0.0;
 	spec->warmup = 10;
@@ -411,6 +412,19 @@ static int parse_epilogue(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
+/* Which schedules take which is plan.c's (422). */
+static int parse_decomposition(json_t *v, const char *path,
+			       struct gemm_spec *spec, struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = GET_ENUM(v, path, gemm_decomposition_names, &x, err);
+	if (r < 0)
+		return r;
+	spec->decomposition = x;
+	return 0;
+}
+
 static int parse_pdl(json_t *v, const char *path, struct gemm_spec *spec,
 		     struct gemmd_error *err)
 {
@@ -418,10 +432,15 @@ static int parse_pdl(json_t *v, const char *path, struct gemm_spec *spec,
 }
 
 static const struct field kernel_fields[] = {
-	{ "schedule", parse_schedule }, { "tile", parse_tile },
-	{ "stages", parse_stages },	{ "cluster", parse_cluster },
-	{ "raster", parse_raster },	{ "swizzle", parse_swizzle },
-	{ "epilogue", parse_epilogue }, { "pdl", parse_pdl },
+	{ "schedule", parse_schedule },
+	{ "tile", parse_tile },
+	{ "stages", parse_stages },
+	{ "cluster", parse_cluster },
+	{ "raster", parse_raster },
+	{ "swizzle", parse_swizzle },
+	{ "epilogue", parse_epilogue },
+	{ "pdl", parse_pdl },
+	{ "decomposition", parse_decomposition },
 };
 
 static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
@@ -806,7 +825,7 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 	if (spec->tile.m)
 		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
 	return json_pack(
-		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b}", "schedule",
+		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b, s:s}", "schedule",
 		gemm_schedule_to_string(spec->schedule), "tile",
 		t ? t : json_null(), "stages",
 		spec->stages ? json_integer(spec->stages) : json_null(),
@@ -815,7 +834,8 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 		gemm_raster_to_string(spec->raster), "swizzle",
 		spec->swizzle ? json_integer(spec->swizzle) : json_null(),
 		"epilogue", gemm_epilogue_to_string(spec->epilogue), "pdl",
-		spec->pdl);
+		spec->pdl, "decomposition",
+		gemm_decomposition_to_string(spec->decomposition));
 }
 
 json_t *spec_to_json(const struct gemm_spec *spec)

@@ -64,6 +64,14 @@ static void test_note_v2(void)
 	CHECK_EQ_INT(json_integer_value(json_object_get(j, "smem_epilogue")),
 		     32768);
 	CHECK_STREQ(json_string_value(json_object_get(j, "arch")), "sm_90a");
+	/* not in the note: cooperative, so stream-K too */
+	CHECK_EQ_INT(json_array_size(json_object_get(j, "decompositions")), 2);
+	CHECK_STREQ(json_string_value(json_array_get(
+			    json_object_get(j, "decompositions"), 0)),
+		    "data_parallel");
+	CHECK_STREQ(json_string_value(json_array_get(
+			    json_object_get(j, "decompositions"), 1)),
+		    "stream_k");
 	json_decref(j);
 
 	/* every schedule and layout name */
@@ -81,6 +89,13 @@ static void test_note_v2(void)
 	/* defaults: the direct epilogue only, the input type out */
 	CHECK_EQ_INT(k.epilogues, KERNEL_BIT(GEMM_EPILOGUE_DIRECT));
 	CHECK_EQ_INT(k.outs, KERNEL_BIT(GEMM_DTYPE_FP16));
+	/* whole tiles only, as every schedule but cooperative */
+	j = kernel_info_to_json(&k);
+	CHECK_EQ_INT(json_array_size(json_object_get(j, "decompositions")), 1);
+	CHECK_STREQ(json_string_value(json_array_get(
+			    json_object_get(j, "decompositions"), 0)),
+		    "data_parallel");
+	json_decref(j);
 
 	/* bad v2 values spoil the note */
 #define NOTE                                                            \
@@ -158,6 +173,7 @@ static void test_real_cubins(void)
 	int level = log_get_max_level();
 	unsigned int ws = 0;
 	size_t i;
+	json_t *j;
 
 	/* debug: the catalog names each note it cannot read */
 	log_set_max_level(LOG_DEBUG);
@@ -188,6 +204,12 @@ static void test_real_cubins(void)
 			CHECK(0);
 		}
 		ws += k->schedule == GEMM_SCHEDULE_WS;
+		/* stream-K is listed for the cooperative kernels only */
+		j = kernel_info_to_json(k);
+		CHECK_EQ_INT(
+			json_array_size(json_object_get(j, "decompositions")),
+			k->schedule == GEMM_SCHEDULE_COOPERATIVE ? 2 : 1);
+		json_decref(j);
 	}
 	CHECK(ws >= 1);
 	k = catalog_find(c, "gemmd_ws_bf16_tn_128x256x64");

@@ -614,6 +614,87 @@ static void test_refusals(void)
 	catalog_free(c);
 }
 
+/*
+ * Stream-K: the cooperative schedule only, refused for every other one
+ * before a kernel is looked for (the catalog here has no pingpong or
+ * interleaved kernel: the decomposition is what the job hears about).
+ */
+static void test_decomposition(void)
+{
+	static const char *const others[] = { "ws", "pingpong", "interleaved",
+					      "multistage", "pipelined" };
+	struct catalog *c = make_catalog();
+	struct gemmd_error err;
+	struct gemm_plan p;
+	char body[256];
+	size_t i;
+
+	/* the default, and data_parallel asked for */
+	expect_plan(c, "{\"m\":4096,\"n\":4096,\"k\":128}", NULL, &p);
+	CHECK_EQ_INT(p.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\","
+		    "\"decomposition\":\"data_parallel\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
+	CHECK_EQ_INT(p.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+
+	/* cooperative takes stream_k; nothing else of the plan changes */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+		    "\"decomposition\":\"stream_k\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
+	CHECK_EQ_INT(p.decomposition, GEMM_DECOMP_STREAM_K);
+	CHECK(p.persistent);
+	CHECK_EQ_INT(p.units, 16 * 16);
+	CHECK_EQ_INT(p.grid[0], 2 * 16 * 16);
+
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+			 "\"schedule\":\"%s\",\"decomposition\":"
+			 "\"stream_k\"}}",
+			 others[i]);
+		expect_422(c, body, NULL, "kernel.decomposition");
+		snprintf(body, sizeof(body),
+			 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+			 "\"schedule\":\"%s\",\"decomposition\":"
+			 "\"data_parallel\"}}",
+			 others[i]);
+		memset(&err, 0, sizeof(err));
+		/* whatever else the catalog says, not the decomposition */
+		if (plan(c, body, NULL, &p, &err) < 0)
+			CHECK(strcmp(err.field, "kernel.decomposition") != 0);
+	}
+	CHECK(plan(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"schedule\":\"pingpong\",\"decomposition\":\"stream_k\"}}",
+		   NULL, &p, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "kernel.decomposition");
+	CHECK_STREQ(err.message,
+		    "stream_k needs the cooperative schedule, not pingpong");
+	/* ws is the default schedule */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"decomposition\":\"stream_k\"}}",
+		   NULL, "kernel.decomposition");
+
+	/* the rule itself, which the catalog lists too */
+	for (i = 0; i < _GEMM_SCHEDULE_MAX; i++) {
+		CHECK(gemm_schedule_has_decomposition(
+			i, GEMM_DECOMP_DATA_PARALLEL));
+		CHECK_EQ_INT(gemm_schedule_has_decomposition(
+				     i, GEMM_DECOMP_STREAM_K),
+			     i == GEMM_SCHEDULE_COOPERATIVE);
+	}
+	catalog_free(c);
+}
+
 static void test_json_round_trip(void)
 {
 	struct catalog *c = make_catalog();
@@ -667,6 +748,39 @@ static void test_json_round_trip(void)
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	json_object_set_new(j, "extra", json_true());
 	CHECK(plan_from_json(j, &b) < 0);
+	json_decref(j);
+
+	/* the decomposition goes to the worker and back */
+	j = plan_to_json(&b);
+	CHECK_STREQ(json_string_value(json_object_get(j, "decomposition")),
+		    "data_parallel");
+	json_decref(j);
+	CHECK_EQ_INT(plan(c,
+			  "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":"
+			  "{\"schedule\":\"cooperative\","
+			  "\"decomposition\":\"stream_k\"}}",
+			  NULL, &a, &err),
+		     0);
+	j = plan_to_json(&a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "decomposition")),
+		    "stream_k");
+	memset(&b, 0, sizeof(b));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.decomposition, GEMM_DECOMP_STREAM_K);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	/* strict: a name not known, none at all, stream_k not persistent */
+	json_object_set_new(j, "decomposition", json_string("split_k"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "decomposition", json_integer(1));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_del(j, "decomposition");
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "decomposition", json_string("stream_k"));
+	json_object_set_new(j, "persistent", json_false());
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "decomposition", json_string("data_parallel"));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.decomposition, GEMM_DECOMP_DATA_PARALLEL);
 	json_decref(j);
 	catalog_free(c);
 }
@@ -929,6 +1043,7 @@ int main(void)
 	RUN_TEST(test_order);
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
+	RUN_TEST(test_decomposition);
 	RUN_TEST(test_json_round_trip);
 	RUN_TEST(test_deadline);
 	RUN_TEST(test_baseline);

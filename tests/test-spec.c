@@ -51,6 +51,7 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.raster, GEMM_RASTER_AUTO);
 	CHECK_EQ_INT(s.swizzle, 0);
 	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_AUTO);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_DATA_PARALLEL);
 	CHECK(fabs(s.alpha - 1.0) < 1e-15);
 	CHECK(fabs(s.beta) < 1e-15);
 	CHECK_EQ_INT(s.warmup, 10);
@@ -144,6 +145,9 @@ static void test_round_trip(void)
 		   "\"epilogue\":\"tma\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{\"swizzle\":null,"
 		   "\"raster\":\"auto\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		   "\"schedule\":\"cooperative\","
+		   "\"decomposition\":\"stream_k\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
@@ -252,7 +256,46 @@ static void test_family(void)
 	CHECK_EQ_INT(json_integer_value(json_object_get(k, "swizzle")), 8);
 	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "tma");
 	CHECK(json_is_true(json_object_get(k, "pdl")));
+	CHECK_STREQ(json_string_value(json_object_get(k, "decomposition")),
+		    "data_parallel");
 	json_decref(j);
+
+	/* the decompositions; which schedule takes which is the plan's */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"schedule\":\"cooperative\","
+			   "\"decomposition\":\"stream_k\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_STREAM_K);
+	j = spec_to_json(&s);
+	k = json_object_get(j, "kernel");
+	CHECK_STREQ(json_string_value(json_object_get(k, "decomposition")),
+		    "stream_k");
+	json_decref(j);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"schedule\":\"pingpong\","
+			   "\"decomposition\":\"stream_k\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_STREAM_K);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"decomposition\":\"data_parallel\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	CHECK_STREQ(gemm_decomposition_to_string(GEMM_DECOMP_STREAM_K),
+		    "stream_k");
+	CHECK_EQ_INT(gemm_decomposition_from_string("data_parallel"),
+		     GEMM_DECOMP_DATA_PARALLEL);
+	CHECK(gemm_decomposition_from_string("auto") < 0);
+	/* the error names the field and lists every value */
+	CHECK(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		    "\"decomposition\":\"split_k\"}}",
+		    &s, &err) < 0);
+	CHECK_STREQ(err.field, "kernel.decomposition");
+	CHECK_STREQ(err.message, "'kernel.decomposition' is \"split_k\"; "
+				 "expected one of \"data_parallel\", "
+				 "\"stream_k\"");
 
 	/* the defaults as the API shows them */
 	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8}", &s, &err), 0);
@@ -266,6 +309,8 @@ static void test_family(void)
 	CHECK(json_is_null(json_object_get(k, "swizzle")));
 	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "auto");
 	CHECK(json_is_false(json_object_get(k, "pdl")));
+	CHECK_STREQ(json_string_value(json_object_get(k, "decomposition")),
+		    "data_parallel");
 	json_decref(j);
 }
 
@@ -304,6 +349,14 @@ static void test_family_errors(void)
 		     "kernel.epilogue");
 	expect_error(KERNEL("\"epilogue\":true"), "invalid_type",
 		     "kernel.epilogue");
+	expect_error(KERNEL("\"decomposition\":\"split_k\""), "invalid_value",
+		     "kernel.decomposition");
+	expect_error(KERNEL("\"decomposition\":\"auto\""), "invalid_value",
+		     "kernel.decomposition");
+	expect_error(KERNEL("\"decomposition\":1"), "invalid_type",
+		     "kernel.decomposition");
+	expect_error(KERNEL("\"decomposition\":null"), "invalid_type",
+		     "kernel.decomposition");
 	expect_error(JOB("\"alpha\":\"1\""), "invalid_type", "alpha");
 	expect_error(JOB("\"alpha\":null"), "invalid_type", "alpha");
 	expect_error(JOB("\"alpha\":1000000.5"), "out_of_range", "alpha");

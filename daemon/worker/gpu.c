@@ -821,6 +821,28 @@ static int run_fault(struct run *r)
 	return 0;
 }
 
+/*
+ * Stream-K needs a schedule whose kernel does it (the planner's rule,
+ * gemm_schedule_has_decomposition()) and a persistent grid to cut the
+ * last wave's tiles among.
+ */
+static int run_validate_decomposition(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	const enum gemm_schedule sched = r->spec->schedule;
+
+	if (p->decomposition == GEMM_DECOMP_DATA_PARALLEL)
+		return 0;
+	if (!gemm_schedule_has_decomposition(sched, p->decomposition) ||
+	    !p->persistent)
+		return run_invalid(
+			r, "decomposition %s: not with the %s%s schedule",
+			gemm_decomposition_to_string(p->decomposition),
+			p->persistent ? "" : "non-persistent ",
+			gemm_schedule_to_string(sched));
+	return 0;
+}
+
 static int run_validate(struct run *r)
 {
 	const struct gemm_spec *s = r->spec;
@@ -848,6 +870,8 @@ static int run_validate(struct run *r)
 		e = run_validate_tma(r);
 	if (!e)
 		e = run_validate_launch(r);
+	if (!e)
+		e = run_validate_decomposition(r);
 	return e;
 }
 
@@ -1035,8 +1059,8 @@ static void run_launch_config(struct run *r, const unsigned int grid[3],
 /*
  * The grid to launch.  A persistent kernel gets as many clusters as can
  * be resident at once (cuOccupancyMaxActiveClusters, asked with the real
- * cluster shape, block and shared memory), at most one per work unit;
- * it walks the rest itself.  None resident means the job cannot run.
+ * cluster shape, block and shared memory), at most one per work unit
+ * unless it cuts units along K (stream-K); it walks the rest itself.  None resident means the job cannot run.
  */
 static int run_grid(struct run *r)
 {
@@ -1062,8 +1086,34 @@ static int run_grid(struct run *r)
 			 p->smem_bytes, n);
 		return -EOPNOTSUPP;
 	}
-	r->grid[0] = p->cluster[0] * (unsigned int)MIN(p->units, (uint64_t)n);
+	/* Stream-K deals k-tiles out to every cluster, units or not. */
+	if (p->decomposition == GEMM_DECOMP_DATA_PARALLEL)
+		n = (int)MIN(p->units, (uint64_t)n);
+	r->grid[0] = p->cluster[0] * (unsigned int)n;
 	return 0;
+}
+
+/*
+ * Stream-K's workspace, sized for the grid run_grid() settled on: a
+ * BM x BN fp32 slot per CTA, then a flag per CTA.  The flags are zeroed
+ * here, once, in stream order before the first launch; every launch
+ * leaves them zero, so the verified launch, the warm-up and the samples
+ * all share the one workspace.  A data-parallel run has none.
+ */
+static int run_workspace(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
+	const uint64_t flags = ctas * GEMMD_SK_SLOT_BYTES(p->tile.m, p->tile.n);
+	int e;
+
+	if (p->decomposition != GEMM_DECOMP_STREAM_K)
+		return 0;
+	e = run_alloc(r, &r->sk_ws,
+		      GEMMD_SK_WORKSPACE_BYTES(ctas, p->tile.m, p->tile.n));
+	if (!e)
+		e = run_memset32(r, r->sk_ws + flags, 0, ctas);
+	return e ? run_context(r, e, "stream-K workspace") : 0;
 }
 
 /* struct gemm_args from the spec and the plan (kernels/gemm-abi.h). */
@@ -1096,6 +1146,10 @@ static void run_args(struct run *r)
 	a->alpha = (float)s->alpha;
 	a->beta = (float)s->beta;
 	a->fault = r->fault;
+	a->decomposition = p->decomposition == GEMM_DECOMP_STREAM_K ?
+				   GEMMD_DECOMP_STREAM_K :
+				   GEMMD_DECOMP_DATA_PARALLEL;
+	a->workspace = r->sk_ws;
 }
 
 static int run_prepare(struct run *r)
@@ -1112,6 +1166,8 @@ static int run_prepare(struct run *r)
 		e = run_maps(r);
 	if (!e)
 		e = run_grid(r);
+	if (!e)
+		e = run_workspace(r);
 	if (!e)
 		run_args(r);
 	return e;
@@ -1164,7 +1220,8 @@ static void run_launch_report(const struct run *r, struct gemm_launch *l)
 static void run_free(struct run *r)
 {
 	/* Not a, b, c and ref: the cache keeps them for the next job. */
-	const CUdeviceptr bufs[] = { r->d, r->stats, r->flush, r->lt_ws };
+	const CUdeviceptr bufs[] = { r->d, r->stats, r->flush, r->lt_ws,
+				     r->sk_ws };
 
 	if (r->sticky)
 		goto host;

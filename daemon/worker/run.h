@@ -130,6 +130,11 @@ struct run {
 	unsigned int in_size, out_size; /* bytes per element */
 	/* a, b, c and ref belong to g->cache; d and stats to the run */
 	CUdeviceptr a, b, c, d, ref, stats;
+	/*
+	 * Stream-K's partial sums and flags (GEMMD_SK_WORKSPACE_BYTES for
+	 * the grid as launched), the run's; 0 for a data-parallel plan.
+	 */
+	CUdeviceptr sk_ws;
 	bool cached[_SLOT_MAX]; /* taken from the cache, not made anew */
 	bool current; /* the context is current: driver calls may follow */
 	/* cuBLASLt: the baseline (output D) and the reference (output ref) */
