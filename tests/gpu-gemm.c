@@ -30,11 +30,12 @@
  * class, epilogue, output type, order and shape), plus two within
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
- * 4000x4040x320, several tiles per CTA.  randint inputs make fp32 accumulation exact: the
- * kernels must then match the reference rounded to the output type bit
- * for bit.  Every case must have zero mismatches, NaN, Inf and unwritten
- * elements.  One deliberately broken launch (half the grid) must fail
- * verification, to show that the check can fail.
+ * 4000x4040x320, several tiles per CTA; cooperative kernels also run
+ * their stream-K cases (kernel_stream_k()).  randint inputs make fp32
+ * accumulation exact: the kernels must then match the reference rounded
+ * to the output type bit for bit.  Every case must have zero mismatches,
+ * NaN, Inf and unwritten elements.  One deliberately broken launch (half
+ * the grid) must fail verification, to show that the check can fail.
  *
  * Each failing case prints one line (and its verdict and job); a table
  * per schedule closes the run.
@@ -75,6 +76,16 @@ static const struct shape shapes[] = {
  */
 static const struct shape many_tiles = { 4000, 4040, 320 };
 
+/*
+ * Stream-K's own shapes: fewer units than clusters with long K (every
+ * unit cut among many clusters, so its owner adds many slots), and one
+ * k-tile per unit (nothing to cut).
+ */
+static const struct shape sk_shapes[] = {
+	{ 256, 512, 8192 },
+	{ 2048, 2048, 64 },
+};
+
 static const unsigned int clusters[][2] = {
 	{ 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 4, 1 }, { 1, 4 },
 };
@@ -110,6 +121,7 @@ struct tcase {
 	struct order order;
 	bool scaled; /* alpha 2, beta -1, with C */
 	bool pdl; /* launched with programmatic dependent launch */
+	bool stream_k; /* "decomposition": "stream_k" */
 	enum gemm_init init;
 	enum gemm_timing_mode mode;
 };
@@ -259,14 +271,15 @@ static void describe(const struct tcase *c, const struct shape *s,
 {
 	snprintf(buf, len,
 		 "%llux%llux%llu stages=%u(%s) cluster=%ux%u epilogue=%s "
-		 "out=%s order=%s/%u%s%s init=%s %s",
+		 "out=%s order=%s/%u%s%s%s init=%s %s",
 		 (unsigned long long)s->m, (unsigned long long)s->n,
 		 (unsigned long long)s->k, stages, stage_class_names[c->stages],
 		 c->cx, c->cy, gemm_epilogue_to_string(c->epilogue),
 		 gemm_dtype_to_string(c->out),
 		 gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		 c->scaled ? " alpha=2 beta=-1" : "", c->pdl ? " pdl" : "",
-		 gemm_init_to_string(c->init), gemm_timing_mode_names[c->mode]);
+		 c->stream_k ? " stream_k" : "", gemm_init_to_string(c->init),
+		 gemm_timing_mode_names[c->mode]);
 }
 
 /* The job as a client would send it. */
@@ -283,7 +296,7 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		"\"beta\": %d, \"kernel\": {\"schedule\": \"%s\", "
 		"\"tile\": \"%ux%ux%u\", \"stages\": %u, \"cluster\": [%u, %u], "
 		"\"raster\": \"%s\", \"swizzle\": %u, \"epilogue\": \"%s\", "
-		"\"pdl\": %s}, "
+		"\"pdl\": %s, \"decomposition\": \"%s\"}, "
 		"\"timing\": {\"warmup\": 0, \"iterations\": %d, "
 		"\"mode\": \"%s\", \"cooldown_ms\": 0}, "
 		"\"verify\": {\"init\": \"%s\", \"seed\": %llu}, "
@@ -296,8 +309,9 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		k->tile.k, stages, c->cx, c->cy,
 		gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		gemm_epilogue_to_string(c->epilogue), c->pdl ? "true" : "false",
-		CASE_ITERATIONS, gemm_timing_mode_names[c->mode],
-		gemm_init_to_string(c->init), (unsigned long long)t.seed++);
+		c->stream_k ? "stream_k" : "data_parallel", CASE_ITERATIONS,
+		gemm_timing_mode_names[c->mode], gemm_init_to_string(c->init),
+		(unsigned long long)t.seed++);
 	return n > 0 && (size_t)n < len ? 0 : -ENOBUFS;
 }
 
@@ -380,7 +394,10 @@ static const char *result_problem(const struct gemm_spec *spec,
 		return "verification failed";
 	if (res->timing.samples != spec->iterations)
 		return "wrong number of timed samples";
-	if (!res->launch.ctas || res->launch.grid[0] > p->grid[0] ||
+	/* Stream-K takes every cluster that fits, more than the units. */
+	if (!res->launch.ctas ||
+	    (p->decomposition == GEMM_DECOMP_DATA_PARALLEL &&
+	     res->launch.grid[0] > p->grid[0]) ||
 	    res->launch.grid[0] % p->cluster[0] ||
 	    res->launch.grid[1] != p->grid[1])
 		return "bad launch grid in the result";
@@ -580,6 +597,60 @@ static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
 	kernel_case(&c);
 }
 
+/*
+ * Stream-K (cooperative): on many tiles over every cluster shape, the
+ * epilogues and output types taken in turn, with and without C; on the
+ * square, ragged and short-K shapes; on sk_shapes; one case within
+ * tolerance; and one with PDL, whose back-to-back launches must each
+ * leave the workspace's flags as they found them.
+ */
+static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
+{
+	const unsigned int n =
+		o->n_clusters + ARRAY_SIZE(shapes) - 1 + ARRAY_SIZE(sk_shapes);
+	struct tcase c;
+
+	for (unsigned int i = 0; i < n; i++) {
+		memset(&c, 0, sizeof(c));
+		c.k = k;
+		if (i < o->n_clusters)
+			c.shape = many_tiles;
+		else if (i < o->n_clusters + ARRAY_SIZE(shapes) - 1)
+			c.shape = shapes[i - o->n_clusters];
+		else
+			c.shape = sk_shapes[i - o->n_clusters -
+					    ARRAY_SIZE(shapes) + 1];
+		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
+		c.cx = o->clusters[i % o->n_clusters][0];
+		c.cy = o->clusters[i % o->n_clusters][1];
+		c.epilogue = o->epilogues[i % o->n_epilogues];
+		c.out = o->outs[(i + i / 2) % o->n_outs];
+		c.order = orders[i % ARRAY_SIZE(orders)];
+		c.scaled = (i / 2) % 2;
+		c.init = GEMM_INIT_RANDINT;
+		c.mode = GEMM_TIMING_HOT;
+		c.stream_k = true;
+		kernel_case(&c);
+	}
+
+	c.shape = shapes[1];
+	c.stages = STAGES_MAX;
+	c.cx = c.cy = 1;
+	c.epilogue = o->epilogues[o->n_epilogues - 1];
+	c.out = o->outs[MIN(1u, o->n_outs - 1)];
+	c.scaled = true;
+	c.init = GEMM_INIT_NORMAL;
+	kernel_case(&c);
+
+	c.shape = many_tiles;
+	c.stages = STAGES_MID;
+	c.out = o->outs[0];
+	c.scaled = false;
+	c.init = GEMM_INIT_RANDINT;
+	c.pdl = k->pdl;
+	kernel_case(&c);
+}
+
 /* Every combination, randint inputs: case i read as a mixed-radix number. */
 static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
@@ -651,6 +722,8 @@ static void run_matrix(bool full)
 			kernel_many_tiles(k, &o);
 		if (k->pdl)
 			kernel_pdl(k, &o);
+		if (k->schedule == GEMM_SCHEDULE_COOPERATIVE)
+			kernel_stream_k(k, &o);
 		printf("%-4s %s\n", check_failures == failed ? "ok" : "FAIL",
 		       k->name);
 	}
