@@ -153,7 +153,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
            "verify": {"enabled": verify, "init": "normal"}}
     for key, v in (extra or {}).items():
         if key in ("stages", "cluster", "epilogue", "raster", "swizzle",
-                   "pdl"):
+                   "pdl", "decomposition"):
             job["kernel"][key] = v
         else:
             job[key] = v
@@ -178,9 +178,10 @@ def desc(kern, extra):
     order = ""
     if "raster" in extra:
         order = " %s/%d" % (extra["raster"], extra["swizzle"])
-    return "%s %s s%s c%dx%d %s%s%s" % (
+    return "%s %s s%s c%dx%d %s%s%s%s" % (
         kern["schedule"], tile_str(kern), extra.get("stages", "def"),
         c[0], c[1], extra.get("epilogue", "auto"), order,
+        " sk" if extra.get("decomposition") == "stream_k" else "",
         " pdl" if extra.get("pdl") else "")
 
 
