@@ -53,10 +53,13 @@ FINAL = dict(TIMING, min_time_ms=300, max_time_ms=500)
 # schedule, tile, extra kernel fields (no epilogue: the planner's "auto").
 # Since 1x1 clusters launch as plain grids (session 5, run 14), the 1x1
 # form of a winner replaced it where it measured better in both rounds.
+# Stream-K (session 12): the last wave's tiles cut along K, ahead of
+# whole tiles in every A/B pair of final rounds at these shapes.
+SK = {"decomposition": "stream_k"}
 BEST = {
     "bf16": {
         "8192x8192x8192": ("cooperative", "128x256x64",
-            {"cluster": [2, 1]}),
+            dict(SK, cluster=[2, 1])),
         "4096x4096x4096": ("cooperative", "128x256x64",
             {"raster": "along_m", "swizzle": 8}),
         "2048x2048x2048": ("cooperative", "128x256x64",
@@ -64,7 +67,7 @@ BEST = {
         "1024x1024x1024": ("pingpong", "64x128x64",
             {"raster": "along_m", "swizzle": 1}),
         "16384x16384x4096": ("cooperative", "128x256x64",
-            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
+            dict(SK, cluster=[2, 1], raster="along_n", swizzle=8)),
         # Pingpong 128x192 since session 9 (docs/perf.md): both
         # consumers' epilogues hidden behind the other's mainloop; five
         # stages since its consumers share one set of staging buffers
@@ -72,9 +75,9 @@ BEST = {
         "8192x8192x1024": ("pingpong", "128x192x64",
             {"stages": 5, "raster": "along_n", "swizzle": 8}),
         "4096x14336x4096": ("cooperative", "256x128x64",
-            {"cluster": [1, 2], "raster": "along_n", "swizzle": 8}),
+            dict(SK, cluster=[1, 2], raster="along_n", swizzle=8)),
         "14336x4096x4096": ("cooperative", "128x256x64",
-            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+            dict(SK, cluster=[2, 1], raster="along_m", swizzle=8)),
         "8192x1024x8192": ("cooperative", "128x256x64",
             {"raster": "along_m", "swizzle": 8}),
         "512x8192x8192": ("ws", "128x256x64",
@@ -86,7 +89,7 @@ BEST = {
     },
     "fp16": {
         "8192x8192x8192": ("cooperative", "128x256x64",
-            {"cluster": [2, 1]}),
+            dict(SK, cluster=[2, 1])),
         "4096x4096x4096": ("cooperative", "128x256x64",
             {}),
         "2048x2048x2048": ("cooperative", "128x256x64",
@@ -98,14 +101,14 @@ BEST = {
         # cooperative 128x256 0.96-0.99x (docs/perf.md, session 5,
         # run 10).
         "16384x16384x4096": ("cooperative", "128x256x64",
-            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
+            dict(SK, cluster=[2, 1], raster="along_n", swizzle=8)),
         "8192x8192x1024": ("pingpong", "128x192x64",
             {"stages": 5, "cluster": [2, 1], "raster": "along_n",
              "swizzle": 8}),
         "4096x14336x4096": ("cooperative", "128x256x64",
             {"raster": "along_n", "swizzle": 8}),
         "14336x4096x4096": ("cooperative", "128x256x64",
-            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
+            dict(SK, cluster=[2, 1], raster="along_m", swizzle=8)),
         "8192x1024x8192": ("cooperative", "128x256x64",
             {"raster": "along_n", "swizzle": 1}),
         "512x8192x8192": ("ws", "128x256x64",
