@@ -137,6 +137,9 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
  *                  after its whole units.  The cluster whose range holds
  *                  a unit's first k-tile stores it, after adding the
  *                  partial sums of the clusters that did the rest.
+ * A kernel that takes STREAM_K has a second entry, its name followed by
+ * GEMMD_SK_ENTRY_SUFFIX, for that alone; the plain entry takes
+ * DATA_PARALLEL alone.
  * The stream-K workspace: one slot of BM x BN fp32 partial sums per CTA
  * of the launch, in CTA order (blockIdx.y * gridDim.x + blockIdx.x),
  * then one 32-bit flag per CTA.  The host zeroes the flags once; each
@@ -144,6 +147,7 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
  */
 #define GEMMD_DECOMP_DATA_PARALLEL 0u
 #define GEMMD_DECOMP_STREAM_K 1u
+#define GEMMD_SK_ENTRY_SUFFIX "_sk"
 #define GEMMD_SK_SLOT_BYTES(bm, bn) ((uint64_t)(bm) * (uint64_t)(bn)*4u)
 #define GEMMD_SK_WORKSPACE_BYTES(ctas, bm, bn) \
 	((uint64_t)(ctas) * (GEMMD_SK_SLOT_BYTES(bm, bn) + 4u))

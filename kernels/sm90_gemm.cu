@@ -219,9 +219,9 @@ __device__ __forceinline__ work_iter work_start(const sm90_ctx &c)
  * The next piece, in the same order for the producer and the consumers
  * of every CTA of the cluster.  A stream-K range is cut at unit ends:
  * only its first piece can start inside a unit, only its last end
- * inside one.
+ * inside one.  SK: built for stream-K (the _sk entry).
  */
-template <typename Cfg>
+template <bool SK>
 __device__ __forceinline__ bool work_next(const sm90_ctx &c, work_iter &it,
 					  work &w)
 {
@@ -232,7 +232,7 @@ __device__ __forceinline__ bool work_next(const sm90_ctx &c, work_iter &it,
 		it.u += c.clusters;
 		return true;
 	}
-	if (!Cfg::stream_k || it.pos >= c.sk_end)
+	if (!SK || it.pos >= c.sk_end)
 		return false;
 	su = it.pos / c.k_tiles;
 	w.u = c.dp + su;
@@ -243,11 +243,11 @@ __device__ __forceinline__ bool work_next(const sm90_ctx &c, work_iter &it,
 }
 
 /* Whether work_next() has another piece. */
-template <typename Cfg>
+template <bool SK>
 __device__ __forceinline__ bool work_more(const sm90_ctx &c,
 					  const work_iter &it)
 {
-	return it.u < c.dp || (Cfg::stream_k && it.pos < c.sk_end);
+	return it.u < c.dp || (SK && it.pos < c.sk_end);
 }
 
 /* ---- producer ------------------------------------------------------------ */
@@ -328,7 +328,7 @@ load_tile(uint32_t dst, const CUtensorMap *map, int32_t k0, int32_t r0,
 	}
 }
 
-template <typename Cfg>
+template <typename Cfg, bool SK>
 __device__ __forceinline__ void
 producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 {
@@ -345,7 +345,7 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 	tma_prefetch_desc(tma_b);
 
 #pragma unroll 1
-	while (work_next<Cfg>(c, it, w)) {
+	while (work_next<SK>(c, it, w)) {
 		uint32_t tm, tn;
 
 		/* Tiles outside D load zero-filled boxes for their peers. */
@@ -1109,7 +1109,7 @@ sk_collect(const sm90_ctx &c, const gemm_args &args,
 }
 
 /* ws and cooperative: both consumers on every tile, wg_rows rows each. */
-template <typename T, typename Cfg>
+template <typename T, typename Cfg, bool SK>
 __device__ __forceinline__ void
 consumer_split(const sm90_ctx &c, const gemm_args &args,
 	       const CUtensorMap *tma_d, uint32_t wg)
@@ -1129,7 +1129,7 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 
 	make_descs<Cfg>(c, wg * Cfg::wg_rows, d);
 #pragma unroll 1
-	while (work_next<Cfg>(c, it, cur)) {
+	while (work_next<SK>(c, it, cur)) {
 		uint32_t tm, tn, row0, col0;
 
 		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush,
@@ -1139,16 +1139,16 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 		if (!gemmd_sched_tile(c.sched, cur.u, c.cta_x, c.cta_y, tm, tn))
 			continue;
 		/* Stream-K: a piece that is not the unit's first goes back. */
-		if (Cfg::stream_k && cur.kb) {
+		if (SK && cur.kb) {
 			sk_publish<Cfg>(c, args, acc, wg * 128 + tid);
 			continue;
 		}
-		if (Cfg::stream_k && cur.ke < c.k_tiles)
+		if (SK && cur.ke < c.k_tiles)
 			sk_collect<Cfg>(c, args, acc, cur.u, wg * 128 + tid);
 		row0 = tm * Cfg::bm + wg * Cfg::wg_rows;
 		col0 = tn * Cfg::bn;
 		/* The last tile has nothing to overlap with: store it now. */
-		if (defer && work_more<Cfg>(c, it))
+		if (defer && work_more<SK>(c, it))
 			defer_store<Cfg>(c, args, tma_d, acc, row0, col0, tid,
 					 wg, buf_seq, ds);
 		else
@@ -1301,7 +1301,7 @@ __device__ __forceinline__ uint32_t sreg_cluster_nctaid_y(void)
 	return v;
 }
 
-template <typename Cfg>
+template <typename Cfg, bool SK>
 __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 {
 	extern __shared__ __align__(16) uint8_t smem[];
@@ -1324,7 +1324,7 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.early_release = args.fault & GEMMD_FAULT_EARLY_RELEASE;
 	c.dp = c.sched.units;
 	c.sk_iters = c.sk_begin = c.sk_end = 0;
-	if (Cfg::stream_k && args.decomposition == GEMMD_DECOMP_STREAM_K) {
+	if (SK) {
 		c.dp -= sk_units(c.sched.units, c.clusters);
 		c.sk_iters = (c.sched.units - c.dp) * c.k_tiles;
 		c.sk_begin = sk_first(c.cluster, c.sk_iters, c.clusters);
@@ -1338,7 +1338,7 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
  * consumers release a slot one k-tile late, so a ring of one would
  * deadlock; and every tile has a k-tile (the daemon takes k >= 1).
  */
-template <typename Cfg>
+template <typename Cfg, bool SK>
 __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 					  const gemm_args &args)
 {
@@ -1347,11 +1347,11 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		(args.epilogue == GEMMD_EPILOGUE_TMA ? Cfg::epi_bytes : 0);
 	extern __shared__ __align__(16) uint8_t smem[];
 
-	const bool sk_ok = Cfg::stream_k && args.workspace;
+	const uint32_t decomp = SK ? GEMMD_DECOMP_STREAM_K :
+				     GEMMD_DECOMP_DATA_PARALLEL;
 
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
-	       (args.decomposition == GEMMD_DECOMP_DATA_PARALLEL ||
-		(args.decomposition == GEMMD_DECOMP_STREAM_K && sk_ok)) &&
+	       args.decomposition == decomp && (!SK || args.workspace) &&
 	       end <= smem_u32(smem) + dynamic_smem_size() &&
 	       c.cx == sreg_cluster_nctaid_x() &&
 	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
@@ -1361,7 +1361,7 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		cluster_ctarank() == c.cta_x + c.cta_y * c.cx);
 }
 
-template <typename T, typename Cfg>
+template <typename T, typename Cfg, bool SK>
 __device__ __forceinline__ void
 sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	  const CUtensorMap *tma_d, const gemm_args &args)
@@ -1369,9 +1369,10 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	const uint32_t wg = threadIdx.x / 128;
 	sm90_ctx c;
 
-	ctx_init<Cfg>(c, args);
+	static_assert(!SK || Cfg::stream_k, "stream-K: cooperative only");
+	ctx_init<Cfg, SK>(c, args);
 	if (threadIdx.x == 0) {
-		if (!launch_ok<Cfg>(c, args))
+		if (!launch_ok<Cfg, SK>(c, args))
 			__trap();
 		for (uint32_t s = 0; s < c.stages; s++) {
 			mbar_init(c.full + 8 * s, 1);
@@ -1403,14 +1404,14 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	if (wg == 0) {
 		setmaxnreg_dec<regs<Cfg>::producer>();
 		if (threadIdx.x / 32 == 0 && elect_one())
-			producer<Cfg>(c, tma_a, tma_b);
+			producer<Cfg, SK>(c, tma_a, tma_b);
 		__syncwarp();
 	} else {
 		setmaxnreg_inc<regs<Cfg>::consumer>();
 		if constexpr (Cfg::pingpong)
 			consumer_pingpong<T, Cfg>(c, args, tma_d, wg - 1);
 		else
-			consumer_split<T, Cfg>(c, args, tma_d, wg - 1);
+			consumer_split<T, Cfg, SK>(c, args, tma_d, wg - 1);
 	}
 	/*
 	 * No cluster barrier here: the consumers have waited for every
@@ -1481,6 +1482,29 @@ extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
 		    const __grid_constant__ CUtensorMap tma_d,
 		    const struct gemm_args args)
 {
-	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg>(
+	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg, false>(
 		&tma_a, &tma_b, &tma_d, args);
 }
+
+/*
+ * Stream-K gets an entry of its own (gemm-abi.h): built into the one
+ * above, its paths cost the data-parallel loop about 0.5 us at 2048^3
+ * though never taken, and ptxas spilled the two side by side in one
+ * function (docs/perf.md, 2026-11-25, session 13).
+ */
+#define GEMMD_SK_cooperative 1
+#define GEMMD_SK_ws 0
+#define GEMMD_SK_pingpong 0
+static_assert(gemmd_cfg::stream_k == GEMMD_CAT(GEMMD_SK_, GEMMD_SCHED),
+	      "the schedules with a stream-K entry");
+#if GEMMD_CAT(GEMMD_SK_, GEMMD_SCHED)
+extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
+	GEMMD_CAT(GEMMD_ENTRY, _sk)(const __grid_constant__ CUtensorMap tma_a,
+				    const __grid_constant__ CUtensorMap tma_b,
+				    const __grid_constant__ CUtensorMap tma_d,
+				    const struct gemm_args args)
+{
+	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg, true>(
+		&tma_a, &tma_b, &tma_d, args);
+}
+#endif

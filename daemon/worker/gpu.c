@@ -1014,13 +1014,21 @@ static int run_maps(struct run *r)
 	return e;
 }
 
-/* The kernel, its shared memory and, for big clusters, the opt-in. */
+/*
+ * The kernel, its shared memory and, for big clusters, the opt-in.
+ * Stream-K has an entry of its own beside the plain one (gemm-abi.h).
+ */
 static int run_function(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
+	char entry[sizeof(p->kernel) + sizeof(GEMMD_SK_ENTRY_SUFFIX)];
 	int e;
 
-	e = function_get(r->g, p->cubin, p->kernel, &r->f, r->err, r->errlen);
+	snprintf(entry, sizeof(entry), "%s%s", p->kernel,
+		 p->decomposition == GEMM_DECOMP_STREAM_K ?
+			 GEMMD_SK_ENTRY_SUFFIX :
+			 "");
+	e = function_get(r->g, p->cubin, entry, &r->f, r->err, r->errlen);
 	if (!e)
 		e = CU(r, cuFuncSetAttribute, r->f,
 		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
