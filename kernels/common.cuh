@@ -102,6 +102,9 @@ template <typename A> struct gemmd_same<A, A> {
 template <typename T> struct gemmd_type;
 
 template <> struct gemmd_type<__nv_bfloat16> {
+	/* gemm_args.out of this type */
+	static constexpr uint32_t out = GEMMD_OUT_BF16;
+
 	GEMMD_DEV float to_float(uint16_t bits)
 	{
 		return __bfloat162float(__ushort_as_bfloat16(bits));
@@ -120,6 +123,8 @@ template <> struct gemmd_type<__nv_bfloat16> {
 };
 
 template <> struct gemmd_type<__half> {
+	static constexpr uint32_t out = GEMMD_OUT_FP16;
+
 	GEMMD_DEV float to_float(uint16_t bits)
 	{
 		return __half2float(__ushort_as_half(bits));
@@ -137,6 +142,8 @@ template <> struct gemmd_type<__half> {
 };
 
 template <> struct gemmd_type<float> {
+	static constexpr uint32_t out = GEMMD_OUT_FP32;
+
 	GEMMD_DEV float to_float(uint32_t bits)
 	{
 		return __uint_as_float(bits);

@@ -148,6 +148,13 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
 #define GEMMD_DECOMP_DATA_PARALLEL 0u
 #define GEMMD_DECOMP_STREAM_K 1u
 #define GEMMD_SK_ENTRY_SUFFIX "_sk"
+/*
+ * The SM90 warp-specialized kernels (ws, cooperative, pingpong) have one
+ * more entry, their name followed by GEMMD_PACKED_ENTRY_SUFFIX, for the
+ * common epilogue alone: GEMMD_EPILOGUE_TMA, out the input type, beta 0,
+ * DATA_PARALLEL.  It traps on anything else; the plain entry takes all.
+ */
+#define GEMMD_PACKED_ENTRY_SUFFIX "_packed"
 #define GEMMD_SK_SLOT_BYTES(bm, bn) ((uint64_t)(bm) * (uint64_t)(bn)*4u)
 #define GEMMD_SK_WORKSPACE_BYTES(ctas, bm, bn) \
 	((uint64_t)(ctas) * (GEMMD_SK_SLOT_BYTES(bm, bn) + 4u))

@@ -959,6 +959,40 @@ defer_store(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
 }
 
 /*
+ * The entry's epilogues: every one, chosen from args at run time, or
+ * with PACKED (the _packed entries, gemm-abi.h) only the TMA store of D
+ * in the input type T with no C, which is what launch_ok() requires.
+ */
+template <typename T, typename Cfg, bool PACKED>
+__device__ __forceinline__ void
+epilogue_of(const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	    const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0,
+	    uint32_t col0, uint32_t tid, uint32_t wg, uint32_t &buf_seq)
+{
+	if constexpr (PACKED)
+		store_chunks<Cfg, T>(c, tma_d, acc, args.alpha, 0,
+				     chunks<Cfg>::count, row0, col0, tid, wg,
+				     buf_seq);
+	else
+		epilogue<Cfg>(c, args, tma_d, acc, row0, col0, tid, wg,
+			      buf_seq);
+}
+
+template <typename T, typename Cfg, bool PACKED>
+__device__ __forceinline__ void defer_store_of(
+	const sm90_ctx &c, const gemm_args &args, const CUtensorMap *tma_d,
+	const float (&acc)[Cfg::mi][Cfg::n_acc], uint32_t row0, uint32_t col0,
+	uint32_t tid, uint32_t wg, uint32_t &buf_seq, deferred_store<Cfg> &ds)
+{
+	if constexpr (PACKED)
+		defer_store_as<Cfg, T>(c, args, tma_d, acc, row0, col0, tid, wg,
+				       buf_seq, ds);
+	else
+		defer_store<Cfg>(c, args, tma_d, acc, row0, col0, tid, wg,
+				 buf_seq, ds);
+}
+
+/*
  * mainloop()'s hook that stores the deferred chunks.  Not a lambda: its
  * call must be inlined, or the registers go to local memory.
  */
@@ -1109,7 +1143,7 @@ sk_collect(const sm90_ctx &c, const gemm_args &args,
 }
 
 /* ws and cooperative: both consumers on every tile, wg_rows rows each. */
-template <typename T, typename Cfg, bool SK>
+template <typename T, typename Cfg, bool SK, bool PACKED>
 __device__ __forceinline__ void
 consumer_split(const sm90_ctx &c, const gemm_args &args,
 	       const CUtensorMap *tma_d, uint32_t wg)
@@ -1117,7 +1151,7 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 	const uint32_t tid = threadIdx.x % 128;
 	const uint32_t lane = tid % 32;
 	const bool warp0 = tid < 32;
-	const bool defer = defers(args);
+	const bool defer = PACKED || defers(args);
 	float acc[Cfg::mi][Cfg::n_acc];
 	pipe_state p = { 0, 0 };
 	uint32_t prev = 0, buf_seq = 0;
@@ -1149,11 +1183,12 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 		col0 = tn * Cfg::bn;
 		/* The last tile has nothing to overlap with: store it now. */
 		if (defer && work_more<SK>(c, it))
-			defer_store<Cfg>(c, args, tma_d, acc, row0, col0, tid,
-					 wg, buf_seq, ds);
+			defer_store_of<T, Cfg, PACKED>(c, args, tma_d, acc,
+						       row0, col0, tid, wg,
+						       buf_seq, ds);
 		else
-			epilogue<Cfg>(c, args, tma_d, acc, row0, col0, tid, wg,
-				      buf_seq);
+			epilogue_of<T, Cfg, PACKED>(c, args, tma_d, acc, row0,
+						    col0, tid, wg, buf_seq);
 	}
 	flush();
 	/*
@@ -1226,7 +1261,7 @@ staging_sets(const sm90_ctx &c)
 }
 
 /* pingpong: consumer wg takes the CTA's tiles wg, wg + 2, ... whole. */
-template <typename T, typename Cfg>
+template <typename T, typename Cfg, bool PACKED>
 __device__ __forceinline__ void
 consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		  const CUtensorMap *tma_d, uint32_t wg)
@@ -1272,8 +1307,9 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 		 */
 		order_wait(c, 1, wg, order_phase);
 		if (inside)
-			epilogue<Cfg>(c, args, tma_d, acc, tm * Cfg::bm,
-				      tn * Cfg::bn, tid, set, buf_seq);
+			epilogue_of<T, Cfg, PACKED>(c, args, tma_d, acc,
+						    tm * Cfg::bm, tn * Cfg::bn,
+						    tid, set, buf_seq);
 		if (shared && lane == 0)
 			bulk_wait_read<0>();
 		order_arrive(c, 1, wg, tid);
@@ -1338,7 +1374,7 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
  * consumers release a slot one k-tile late, so a ring of one would
  * deadlock; and every tile has a k-tile (the daemon takes k >= 1).
  */
-template <typename Cfg, bool SK>
+template <typename T, typename Cfg, bool SK, bool PACKED>
 __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 					  const gemm_args &args)
 {
@@ -1350,6 +1386,9 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 	const uint32_t decomp = SK ? GEMMD_DECOMP_STREAM_K :
 				     GEMMD_DECOMP_DATA_PARALLEL;
 
+	if (PACKED && (args.epilogue != GEMMD_EPILOGUE_TMA ||
+		       args.out != gemmd_type<T>::out || args.beta != 0.0f))
+		return false;
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
 	       args.decomposition == decomp && (!SK || args.workspace) &&
 	       end <= smem_u32(smem) + dynamic_smem_size() &&
@@ -1361,7 +1400,7 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		cluster_ctarank() == c.cta_x + c.cta_y * c.cx);
 }
 
-template <typename T, typename Cfg, bool SK>
+template <typename T, typename Cfg, bool SK, bool PACKED>
 __device__ __forceinline__ void
 sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	  const CUtensorMap *tma_d, const gemm_args &args)
@@ -1372,7 +1411,7 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	static_assert(!SK || Cfg::stream_k, "stream-K: cooperative only");
 	ctx_init<Cfg, SK>(c, args);
 	if (threadIdx.x == 0) {
-		if (!launch_ok<Cfg, SK>(c, args))
+		if (!launch_ok<T, Cfg, SK, PACKED>(c, args))
 			__trap();
 		for (uint32_t s = 0; s < c.stages; s++) {
 			mbar_init(c.full + 8 * s, 1);
@@ -1409,9 +1448,11 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	} else {
 		setmaxnreg_inc<regs<Cfg>::consumer>();
 		if constexpr (Cfg::pingpong)
-			consumer_pingpong<T, Cfg>(c, args, tma_d, wg - 1);
+			consumer_pingpong<T, Cfg, PACKED>(c, args, tma_d,
+							  wg - 1);
 		else
-			consumer_split<T, Cfg, SK>(c, args, tma_d, wg - 1);
+			consumer_split<T, Cfg, SK, PACKED>(c, args, tma_d,
+							   wg - 1);
 	}
 	/*
 	 * No cluster barrier here: the consumers have waited for every
@@ -1476,35 +1517,38 @@ GEMMD_KERNEL_NOTE(GEMMD_ENTRY, GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM,
 		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, 1,
 		  "direct,tma", GEMMD_NOTE_EPILOGUE, sm_90a);
 
-extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
-	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,
-		    const __grid_constant__ CUtensorMap tma_b,
-		    const __grid_constant__ CUtensorMap tma_d,
-		    const struct gemm_args args)
-{
-	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg, false>(
-		&tma_a, &tma_b, &tma_d, args);
-}
-
 /*
- * Stream-K gets an entry of its own (gemm-abi.h): built into the one
- * above, its paths cost the data-parallel loop about 0.5 us at 2048^3
- * though never taken, and ptxas spilled the two side by side in one
- * function (docs/perf.md, 2026-11-25, session 13).
+ * The entries (gemm-abi.h): <name> takes every epilogue and output type,
+ * <name>_packed only TMA stores of D in the input type without C, which
+ * most jobs ask for.  That one is a small fraction of the code: with all
+ * of them in one function, 2048^3 took 0.4 us longer and 1024x1536x1032
+ * cold 3 us longer (docs/perf.md, 2026-11-25, session 14), and nvcc
+ * spends most of a translation unit's time on the general epilogues.
+ * Stream-K gets an entry of its own too, with every epilogue: built
+ * into the data-parallel ones, its paths cost their loop about 0.5 us
+ * at 2048^3 though never taken, and ptxas spilled the two side by side
+ * in one function (session 13); a packed stream-K entry spilled 12
+ * bytes on 128x256.
  */
 #define GEMMD_SK_cooperative 1
 #define GEMMD_SK_ws 0
 #define GEMMD_SK_pingpong 0
 static_assert(gemmd_cfg::stream_k == GEMMD_CAT(GEMMD_SK_, GEMMD_SCHED),
 	      "the schedules with a stream-K entry");
+
+#define GEMMD_SM90_ENTRY(name, sk, packed)                                    \
+	extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)     \
+		name(const __grid_constant__ CUtensorMap tma_a,               \
+		     const __grid_constant__ CUtensorMap tma_b,               \
+		     const __grid_constant__ CUtensorMap tma_d,               \
+		     const struct gemm_args args)                             \
+	{                                                                     \
+		sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg, sk, \
+			  packed>(&tma_a, &tma_b, &tma_d, args);              \
+	}
+
+GEMMD_SM90_ENTRY(GEMMD_ENTRY, false, false)
+GEMMD_SM90_ENTRY(GEMMD_CAT(GEMMD_ENTRY, _packed), false, true)
 #if GEMMD_CAT(GEMMD_SK_, GEMMD_SCHED)
-extern "C" __global__ void __launch_bounds__(GEMMD_WS_THREADS, 1)
-	GEMMD_CAT(GEMMD_ENTRY, _sk)(const __grid_constant__ CUtensorMap tma_a,
-				    const __grid_constant__ CUtensorMap tma_b,
-				    const __grid_constant__ CUtensorMap tma_d,
-				    const struct gemm_args args)
-{
-	sm90_gemm<GEMMD_CAT(GEMMD_TYPE_, GEMMD_DTYPE), gemmd_cfg, true>(
-		&tma_a, &tma_b, &tma_d, args);
-}
+GEMMD_SM90_ENTRY(GEMMD_CAT(GEMMD_ENTRY, _sk), true, false)
 #endif
