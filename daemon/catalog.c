@@ -159,6 +159,13 @@ bool kernel_is_sm80(const struct kernel_info *k)
 	return strcmp(k->arch, "sm_80") == 0;
 }
 
+bool kernel_has_packed_entry(const struct kernel_info *k)
+{
+	return k->schedule == GEMM_SCHEDULE_WS ||
+	       k->schedule == GEMM_SCHEDULE_COOPERATIVE ||
+	       k->schedule == GEMM_SCHEDULE_PINGPONG;
+}
+
 static int set_enum(const char *v, int (*from_string)(const char *), int *ret)
 {
 	int r = from_string(v);

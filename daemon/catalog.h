@@ -41,6 +41,11 @@ struct kernel_info {
 
 /* The sm_80 kernels read A and B with cp.async, not TMA. */
 bool kernel_is_sm80(const struct kernel_info *k);
+/*
+ * Its cubin also has <name>_packed, for TMA stores of D in the input type
+ * without C (kernels/gemm-abi.h): the SM90 warp-specialized schedules.
+ */
+bool kernel_has_packed_entry(const struct kernel_info *k);
 
 struct catalog;
 

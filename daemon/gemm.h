@@ -195,7 +195,12 @@ struct gemm_spec {
 
 /* How a spec is launched: the resolved kernel and its launch geometry. */
 struct gemm_plan {
-	char kernel[96]; /* entry point in the cubin */
+	char kernel[96]; /* the catalog's kernel */
+	/*
+	 * The function launched: kernel, or kernel and an entry suffix
+	 * (GEMMD_SK_ENTRY_SUFFIX, GEMMD_PACKED_ENTRY_SUFFIX).
+	 */
+	char entry[112];
 	char cubin[64]; /* file name inside the kernel directory */
 	unsigned int grid[3];
 	unsigned int block[3];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm-abi.h"
 #include "plan.h"
 #include "spec.h"
 
@@ -602,6 +603,26 @@ static int check_decomposition(const struct gemm_spec *spec,
 		gemm_schedule_to_string(spec->schedule));
 }
 
+/*
+ * The function in the kernel's cubin (kernels/gemm-abi.h): stream-K has
+ * an entry of its own, and the common epilogue, TMA stores of D in the
+ * input type without C, one with only that in it where the kernel has
+ * one: a fraction of the code, and faster on short jobs.
+ */
+static void pick_entry(const struct kernel_info *k, const struct gemm_spec *s,
+		       struct gemm_plan *p)
+{
+	const char *suffix = "";
+
+	if (s->decomposition == GEMM_DECOMP_STREAM_K)
+		suffix = GEMMD_SK_ENTRY_SUFFIX;
+	else if (kernel_has_packed_entry(k) &&
+		 s->epilogue == GEMM_EPILOGUE_TMA && s->out == k->dtype &&
+		 !plan_reads_c(s))
+		suffix = GEMMD_PACKED_ENTRY_SUFFIX;
+	snprintf(p->entry, sizeof(p->entry), "%s%s", k->name, suffix);
+}
+
 int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		 const struct device_limits *dev, struct gemm_plan *ret,
 		 struct gemmd_error *err)
@@ -645,6 +666,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	p.stages = stages;
 	p.epilogue = s.epilogue;
 	p.decomposition = s.decomposition;
+	pick_entry(k, &s, &p);
 	p.smem_bytes = smem_bytes(k, &s, stages, smem_limit);
 	p.tile = k->tile;
 	*ret = p;
@@ -690,15 +712,15 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 json_t *plan_to_json(const struct gemm_plan *p)
 {
 	return json_pack(
-		"{s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
+		"{s:s, s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
 		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:b, s:I}",
-		"kernel", p->kernel, "cubin", p->cubin, "grid", p->grid[0],
-		p->grid[1], p->grid[2], "block", p->block[0], p->block[1],
-		p->block[2], "cluster", p->cluster[0], p->cluster[1],
-		p->cluster[2], "smem_bytes", p->smem_bytes, "stages", p->stages,
-		"tile", p->tile.m, p->tile.n, p->tile.k, "raster",
-		gemm_raster_to_string(p->raster), "swizzle", p->swizzle,
-		"epilogue", gemm_epilogue_to_string(p->epilogue),
+		"kernel", p->kernel, "entry", p->entry, "cubin", p->cubin,
+		"grid", p->grid[0], p->grid[1], p->grid[2], "block",
+		p->block[0], p->block[1], p->block[2], "cluster", p->cluster[0],
+		p->cluster[1], p->cluster[2], "smem_bytes", p->smem_bytes,
+		"stages", p->stages, "tile", p->tile.m, p->tile.n, p->tile.k,
+		"raster", gemm_raster_to_string(p->raster), "swizzle",
+		p->swizzle, "epilogue", gemm_epilogue_to_string(p->epilogue),
 		"decomposition", gemm_decomposition_to_string(p->decomposition),
 		"persistent", p->persistent, "units", (json_int_t)p->units);
 }
@@ -736,7 +758,7 @@ static int decomposition_from_json(const char *decomposition,
 
 int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
-	const char *kernel, *cubin, *raster, *epilogue, *decomposition;
+	const char *kernel, *entry, *cubin, *raster, *epilogue, *decomposition;
 	struct gemm_plan p;
 	json_error_t jerr;
 	json_int_t units;
@@ -744,10 +766,10 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 
 	memset(&p, 0, sizeof(p));
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
-			   "{s:s, s:s, s:[iii], s:[iii], s:[iii], s:i, s:i,"
-			   " s:[iii], s:s, s:i, s:s, s:s, s:b, s:I}",
-			   "kernel", &kernel, "cubin", &cubin, "grid",
-			   &p.grid[0], &p.grid[1], &p.grid[2], "block",
+			   "{s:s, s:s, s:s, s:[iii], s:[iii], s:[iii], s:i,"
+			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:b, s:I}",
+			   "kernel", &kernel, "entry", &entry, "cubin", &cubin,
+			   "grid", &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
 			   &p.cluster[0], &p.cluster[1], &p.cluster[2],
 			   "smem_bytes", &p.smem_bytes, "stages", &p.stages,
@@ -757,6 +779,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 			   &persistent, "units", &units) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
+	    strlen(entry) >= sizeof(p.entry) ||
 	    strlen(cubin) >= sizeof(p.cubin))
 		return -ENAMETOOLONG;
 	p.persistent = persistent;
@@ -765,6 +788,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	    decomposition_from_json(decomposition, &p) < 0)
 		return -EINVAL;
 	strcpy(p.kernel, kernel);
+	strcpy(p.entry, entry);
 	strcpy(p.cubin, cubin);
 	p.units = (uint64_t)units;
 	*ret = p;

@@ -31,7 +31,9 @@
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
  * 4000x4040x320, several tiles per CTA; cooperative kernels also run
- * their stream-K cases (kernel_stream_k()).  randint inputs make fp32
+ * their stream-K cases (kernel_stream_k()), and the SM90
+ * warp-specialized kernels two cases on their general entry
+ * (kernel_general_entry()).  randint inputs make fp32
  * accumulation exact: the kernels must then match the reference rounded
  * to the output type bit for bit.  Every case must have zero mismatches,
  * NaN, Inf and unwritten elements.  One deliberately broken launch (half
@@ -122,6 +124,7 @@ struct tcase {
 	bool scaled; /* alpha 2, beta -1, with C */
 	bool pdl; /* launched with programmatic dependent launch */
 	bool stream_k; /* "decomposition": "stream_k" */
+	bool general; /* the kernel's own entry where the plan has _packed */
 	enum gemm_init init;
 	enum gemm_timing_mode mode;
 };
@@ -271,15 +274,16 @@ static void describe(const struct tcase *c, const struct shape *s,
 {
 	snprintf(buf, len,
 		 "%llux%llux%llu stages=%u(%s) cluster=%ux%u epilogue=%s "
-		 "out=%s order=%s/%u%s%s%s init=%s %s",
+		 "out=%s order=%s/%u%s%s%s%s init=%s %s",
 		 (unsigned long long)s->m, (unsigned long long)s->n,
 		 (unsigned long long)s->k, stages, stage_class_names[c->stages],
 		 c->cx, c->cy, gemm_epilogue_to_string(c->epilogue),
 		 gemm_dtype_to_string(c->out),
 		 gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		 c->scaled ? " alpha=2 beta=-1" : "", c->pdl ? " pdl" : "",
-		 c->stream_k ? " stream_k" : "", gemm_init_to_string(c->init),
-		 gemm_timing_mode_names[c->mode]);
+		 c->stream_k ? " stream_k" : "",
+		 c->general ? " entry=general" : "",
+		 gemm_init_to_string(c->init), gemm_timing_mode_names[c->mode]);
 }
 
 /* The job as a client would send it. */
@@ -336,6 +340,24 @@ static int job_plan(const struct kernel_info *k, const char *json,
 		snprintf(why, len, "the planner picked %s", plan->kernel);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * A case of the general entry: the planner must have picked the packed
+ * one, which the plain entry stands in for here.
+ */
+static int job_general_entry(struct gemm_plan *plan, char *why, size_t len)
+{
+	const size_t n = strlen(plan->kernel);
+
+	if (strncmp(plan->entry, plan->kernel, n) != 0 ||
+	    strcmp(plan->entry + n, GEMMD_PACKED_ENTRY_SUFFIX) != 0) {
+		snprintf(why, len, "the planner picked entry %s, not %s%s",
+			 plan->entry, plan->kernel, GEMMD_PACKED_ENTRY_SUFFIX);
+		return -EINVAL;
+	}
+	plan->entry[n] = '\0';
 	return 0;
 }
 
@@ -444,6 +466,8 @@ static enum outcome run_case(const struct tcase *c)
 	e = job_json(c, &s, stages, json, sizeof(json));
 	if (!e)
 		e = job_plan(c->k, json, &spec, &plan, why, sizeof(why));
+	if (!e && c->general)
+		e = job_general_entry(&plan, why, sizeof(why));
 	if (!e) {
 		memset(&res, 0, sizeof(res));
 		e = run_job(&spec, &plan, &res, why, sizeof(why));
@@ -598,6 +622,42 @@ static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
 }
 
 /*
+ * The SM90 warp-specialized kernels launch the common epilogue, TMA
+ * stores of D in the input type without C, from an entry built for it
+ * alone (kernels/gemm-abi.h); their plain entry still takes it.  Two
+ * randint cases run it there: ragged on one CTA, and on many tiles
+ * (stored while the next tile runs) with a cluster of two.
+ */
+static void kernel_general_entry(const struct kernel_info *k,
+				 const struct offer *o)
+{
+	struct tcase c;
+
+	if (!kernel_has_packed_entry(k) ||
+	    !(k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_TMA)))
+		return;
+	memset(&c, 0, sizeof(c));
+	c.k = k;
+	c.shape = shapes[1];
+	c.stages = STAGES_MAX;
+	c.cx = c.cy = 1;
+	c.epilogue = GEMM_EPILOGUE_TMA;
+	c.out = k->dtype;
+	c.order = orders[0];
+	c.init = GEMM_INIT_RANDINT;
+	c.mode = GEMM_TIMING_HOT;
+	c.general = true;
+	kernel_case(&c);
+
+	c.shape = many_tiles;
+	c.stages = STAGES_MID;
+	c.cx = o->clusters[MIN(1u, o->n_clusters - 1)][0];
+	c.cy = o->clusters[MIN(1u, o->n_clusters - 1)][1];
+	c.order = orders[1];
+	kernel_case(&c);
+}
+
+/*
  * Stream-K (cooperative): on many tiles over every cluster shape, the
  * epilogues and output types taken in turn, with and without C; on the
  * square, ragged and short-K shapes; on sk_shapes; one case within
@@ -722,6 +782,7 @@ static void run_matrix(bool full)
 			kernel_many_tiles(k, &o);
 		if (k->pdl)
 			kernel_pdl(k, &o);
+		kernel_general_entry(k, &o);
 		if (k->schedule == GEMM_SCHEDULE_COOPERATIVE)
 			kernel_stream_k(k, &o);
 		printf("%-4s %s\n", check_failures == failed ? "ok" : "FAIL",

@@ -695,8 +695,69 @@ static void test_decomposition(void)
 	catalog_free(c);
 }
 
+/*
+ * The entry the plan names for a cooperative job with these top-level and
+ * kernel fields (each empty or ending in a comma).
+ */
+static void expect_entry(const struct catalog *c, const char *top,
+			 const char *kernel, const char *entry)
+{
+	char body[256];
+	struct gemm_plan p;
+
+	snprintf(body, sizeof(body),
+		 "{%s\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{%s"
+		 "\"schedule\":\"cooperative\"}}",
+		 top, kernel);
+	expect_plan(c, body, NULL, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
+	CHECK_STREQ(p.entry, entry);
+	if (strcmp(p.entry, entry))
+		fprintf(stderr, "  body: %s\n", body);
+}
+
+/*
+ * The function launched (kernels/gemm-abi.h): _packed for TMA stores of
+ * D in the input type without C on the SM90 warp-specialized kernels,
+ * _sk for stream-K, the kernel's own entry for everything else.
+ */
+static void test_entry(void)
+{
+	struct catalog *c = make_catalog();
+	struct gemm_plan p;
+
+	expect_entry(c, "", "", "k_coop_packed"); /* tma where it fits */
+	expect_entry(c, "", "\"epilogue\":\"tma\",", "k_coop_packed");
+	expect_entry(c, "\"beta\":0,\"alpha\":2,", "", "k_coop_packed");
+	expect_entry(c, "\"beta\":-0.0,", "", "k_coop_packed");
+	expect_entry(c, "\"out_dtype\":\"bf16\",", "", "k_coop_packed");
+	expect_entry(c, "", "\"epilogue\":\"direct\",", "k_coop");
+	expect_entry(c, "\"beta\":1,", "", "k_coop");
+	expect_entry(c, "\"beta\":1e-300,", "", "k_coop");
+	expect_entry(c, "\"out_dtype\":\"fp32\",", "", "k_coop");
+	expect_entry(c, "\"out_dtype\":\"fp16\",", "", "k_coop");
+	expect_entry(c, "", "\"decomposition\":\"stream_k\",", "k_coop_sk");
+	expect_entry(c, "\"beta\":1,\"out_dtype\":\"fp32\",",
+		     "\"decomposition\":\"stream_k\",", "k_coop_sk");
+
+	/* ws has one too; the sm_80 kernels have only their own */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"ws\",\"tile\":\"128x128x64\","
+		    "\"epilogue\":\"tma\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.entry, "k_bf16_128_packed");
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"layout\":\"nt\","
+		    "\"kernel\":{\"schedule\":\"multistage\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.entry, "k_ms");
+	catalog_free(c);
+}
+
 static void test_json_round_trip(void)
 {
+	char long_name[sizeof(((struct gemm_plan *)NULL)->entry) + 1] = "";
 	struct catalog *c = make_catalog();
 	struct gemmd_error err;
 	struct gemm_plan a, b;
@@ -748,6 +809,16 @@ static void test_json_round_trip(void)
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	json_object_set_new(j, "extra", json_true());
 	CHECK(plan_from_json(j, &b) < 0);
+	json_object_del(j, "extra");
+	/* the entry is the worker's to launch: there, and of a sane length */
+	json_object_del(j, "entry");
+	CHECK(plan_from_json(j, &b) < 0);
+	memset(long_name, 'k', sizeof(long_name) - 1);
+	json_object_set_new(j, "entry", json_string(long_name));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "entry", json_string("k_coop"));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_STREQ(b.entry, "k_coop");
 	json_decref(j);
 
 	/* the decomposition goes to the worker and back */
@@ -1044,6 +1115,7 @@ int main(void)
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_decomposition);
+	RUN_TEST(test_entry);
 	RUN_TEST(test_json_round_trip);
 	RUN_TEST(test_deadline);
 	RUN_TEST(test_baseline);

@@ -858,7 +858,7 @@ static int run_validate(struct run *r)
 	if (!s->m || !s->n || !s->k || s->m > INT32_MAX || s->n > INT32_MAX ||
 	    s->k > INT32_MAX)
 		return run_invalid(r, "m, n and k must be in 1..2^31-1");
-	if (!p->kernel[0] || !p->cubin[0])
+	if (!p->kernel[0] || !p->entry[0] || !p->cubin[0])
 		return run_invalid(r, "plan names no kernel");
 	if (p->stages < 1 || p->stages > GEMMD_MAX_STAGES)
 		return run_invalid(r, "stages must be in 1..%d",
@@ -1021,14 +1021,9 @@ static int run_maps(struct run *r)
 static int run_function(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
-	char entry[sizeof(p->kernel) + sizeof(GEMMD_SK_ENTRY_SUFFIX)];
 	int e;
 
-	snprintf(entry, sizeof(entry), "%s%s", p->kernel,
-		 p->decomposition == GEMM_DECOMP_STREAM_K ?
-			 GEMMD_SK_ENTRY_SUFFIX :
-			 "");
-	e = function_get(r->g, p->cubin, entry, &r->f, r->err, r->errlen);
+	e = function_get(r->g, p->cubin, p->entry, &r->f, r->err, r->errlen);
 	if (!e)
 		e = CU(r, cuFuncSetAttribute, r->f,
 		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -1084,13 +1079,13 @@ static int run_grid(struct run *r)
 	run_launch_config(r, one, &cfg, &attr);
 	e = CU(r, cuOccupancyMaxActiveClusters, &n, r->f, &cfg);
 	if (e)
-		return run_context(r, e, p->kernel);
+		return run_context(r, e, p->entry);
 	if (n <= 0) {
 		snprintf(r->err, r->errlen,
 			 "%s: no cluster of %ux%u CTAs of %u threads and %u "
 			 "bytes of shared memory can be resident on this GPU "
 			 "(cuOccupancyMaxActiveClusters: %d)",
-			 p->kernel, p->cluster[0], p->cluster[1], p->block[0],
+			 p->entry, p->cluster[0], p->cluster[1], p->block[0],
 			 p->smem_bytes, n);
 		return -EOPNOTSUPP;
 	}
