@@ -1369,14 +1369,32 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 }
 
 /*
+ * The launch's shape as the hardware has it, read by the launch check.
+ * It sits in a line of the constant bank apart from the parameters:
+ * read first thing, its miss overlaps theirs; read inside launch_ok(),
+ * after the checks on the parameters, it came after them, about 400
+ * cycles later on a cold launch (docs/perf.md, 2026-11-26).
+ */
+struct launch_regs {
+	uint32_t ncx, ncy, smem;
+};
+
+__device__ __forceinline__ void launch_regs_read(launch_regs &lr)
+{
+	lr.ncx = sreg_cluster_nctaid_x();
+	lr.ncy = sreg_cluster_nctaid_y();
+	lr.smem = dynamic_smem_size();
+}
+
+/*
  * A mis-planned launch must not run off shared memory or mistake its
  * cluster (whose sides are powers of two: units_from_params() shifts);
  * consumers release a slot one k-tile late, so a ring of one would
  * deadlock; and every tile has a k-tile (the daemon takes k >= 1).
  */
 template <typename T, typename Cfg, bool SK, bool PACKED>
-__device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
-					  const gemm_args &args)
+__device__ __forceinline__ bool
+launch_ok(const sm90_ctx &c, const gemm_args &args, const launch_regs &lr)
 {
 	const uint32_t end =
 		c.staging +
@@ -1391,9 +1409,8 @@ __device__ __forceinline__ bool launch_ok(const sm90_ctx &c,
 		return false;
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
 	       args.decomposition == decomp && (!SK || args.workspace) &&
-	       end <= smem_u32(smem) + dynamic_smem_size() &&
-	       c.cx == sreg_cluster_nctaid_x() &&
-	       c.cy == sreg_cluster_nctaid_y() && gridDim.y == c.cy &&
+	       end <= smem_u32(smem) + lr.smem && c.cx == lr.ncx &&
+	       c.cy == lr.ncy && gridDim.y == c.cy &&
 	       (c.cx & (c.cx - 1)) == 0 && (c.cy & (c.cy - 1)) == 0 &&
 	       gridDim.x % c.cx == 0 &&
 	       (c.cx * c.cy == 1 ||
@@ -1406,12 +1423,15 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	  const CUtensorMap *tma_d, const gemm_args &args)
 {
 	const uint32_t wg = threadIdx.x / 128;
+	launch_regs lr;
 	sm90_ctx c;
 
 	static_assert(!SK || Cfg::stream_k, "stream-K: cooperative only");
+	if (threadIdx.x == 0)
+		launch_regs_read(lr);
 	ctx_init<Cfg, SK>(c, args);
 	if (threadIdx.x == 0) {
-		if (!launch_ok<T, Cfg, SK, PACKED>(c, args))
+		if (!launch_ok<T, Cfg, SK, PACKED>(c, args, lr))
 			__trap();
 		for (uint32_t s = 0; s < c.stages; s++) {
 			mbar_init(c.full + 8 * s, 1);
