@@ -250,6 +250,25 @@ GEMMD_DEV bool mbar_try_wait(uint32_t bar, uint32_t parity)
 }
 
 /*
+ * Whether the phase of parity `parity` has completed, without waiting.
+ * Asked a step ahead, the answer is there when it is needed, and where
+ * it is yes, try_wait's latency drops out of the issue path.
+ */
+GEMMD_DEV bool mbar_test_wait(uint32_t bar, uint32_t parity)
+{
+	uint32_t ok;
+
+	asm volatile(
+		"{\n\t.reg .pred p;\n\t"
+		"mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+		"selp.u32 %0, 1, 0, p;\n\t}"
+		: "=r"(ok)
+		: "r"(bar), "r"(parity)
+		: "memory");
+	return ok != 0;
+}
+
+/*
  * Wait until the phase of parity `parity` has completed.  A fresh barrier
  * is in phase 0, so waiting for parity 1 returns at once.  try_wait may
  * still time out, hence the loop.

@@ -444,18 +444,28 @@ __device__ __forceinline__ void make_descs(const sm90_ctx &c, uint32_t row0,
  * One k-tile: wait for its slot, issue its wgmmas, and give back the
  * slot of the k-tile before, whose batch has finished reading it.  The
  * first k-tile of a tile starts the accumulators afresh.
+ *
+ * ready: whether this k-tile's slot was seen full during the step
+ * before.  Pingpong's consumer has the tensor cores to itself, so the
+ * time from one batch's end to the next one's issue is idle time for
+ * them: asking after the next slot while the wgmmas run takes the wait
+ * off that path (4 % at 1024^3 on an H200, docs/perf.md).  Cooperative
+ * consumers share the tensor cores, whose queue holds the other
+ * consumer's batch through that gap; they keep the plain wait.
  */
 template <typename T, typename Cfg, bool FIRST>
 __device__ __forceinline__ void
 mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
 	      float (&acc)[Cfg::mi][Cfg::n_acc], pipe_state &p, uint32_t &prev,
-	      uint32_t lane, bool warp0)
+	      uint32_t lane, bool warp0, bool &ready)
 {
 	using D = descs<Cfg>;
 	constexpr bool ta = !Cfg::a_kmajor, tb = !Cfg::b_kmajor;
 	const uint64_t off = p.slot * D::slot;
+	pipe_state next = p;
 
-	mbar_wait(c.full + 8 * p.slot, p.phase);
+	if (FIRST || !ready)
+		mbar_wait(c.full + 8 * p.slot, p.phase);
 	/*
 	 * The injected race: give the slot back before the wgmmas that
 	 * read it are even issued, so the producer's next TMA into it can
@@ -490,6 +500,9 @@ mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
 #pragma unroll
 	for (int i = 0; i < Cfg::mi; i++)
 		wgmma_fence_acc(acc[i]);
+	pipe_advance(next, c.stages);
+	if constexpr (Cfg::pingpong)
+		ready = mbar_test_wait(c.full + 8 * next.slot, next.phase);
 	/* Keep this k-tile's batch in flight; the one before has finished. */
 	wgmma_wait<1>();
 #pragma unroll
@@ -498,7 +511,7 @@ mainloop_step(const sm90_ctx &c, const descs<Cfg> &d,
 	if (!FIRST && warp0 && !c.early_release)
 		release_slot(c, c.empty + 8 * prev, lane);
 	prev = p.slot;
-	pipe_advance(p, c.stages);
+	p = next;
 }
 
 /*
@@ -518,11 +531,14 @@ mainloop(const sm90_ctx &c, const descs<Cfg> &d,
 	 float (&acc)[Cfg::mi][Cfg::n_acc], pipe_state &p, uint32_t &prev,
 	 uint32_t lane, bool warp0, const Hook &hook, uint32_t n)
 {
-	mainloop_step<T, Cfg, true>(c, d, acc, p, prev, lane, warp0);
+	bool ready = false;
+
+	mainloop_step<T, Cfg, true>(c, d, acc, p, prev, lane, warp0, ready);
 	hook();
 #pragma unroll 1
 	for (uint32_t kt = 1; kt < n; kt++)
-		mainloop_step<T, Cfg, false>(c, d, acc, p, prev, lane, warp0);
+		mainloop_step<T, Cfg, false>(c, d, acc, p, prev, lane, warp0,
+					     ready);
 }
 
 template <typename Cfg>
