@@ -328,16 +328,66 @@ load_tile(uint32_t dst, const CUtensorMap *map, int32_t k0, int32_t r0,
 	}
 }
 
+/*
+ * What the producer needs before its first load that takes a while to
+ * work out (loops over the cluster, divisions).  Its warp works it out
+ * before the CTA barrier, while thread 0 sets up the barriers, and its
+ * first pass over the ring skips the waits for slots never filled.
+ * Where the consumers hold 192 accumulators the producer has 24
+ * registers, too few for either: it works the tile out after
+ * setmaxnreg and waits on every slot.
+ */
+template <typename Cfg> struct early_producer {
+	static constexpr bool on = !Cfg::wide_acc;
+	static constexpr uint32_t warp = on ? 1 : 0;
+};
+
+/* Few registers: they live across the producer's setmaxnreg. */
+struct producer_first {
+	uint32_t masks; /* see multicast_masks() */
+	uint32_t tm, tn; /* the first piece's tile */
+};
+
+/*
+ * The CTAs each operand's loads go to: A's mask in the low half, B's in
+ * the high one.  A is shared along the cluster's y, B along its x.
+ */
+__device__ __forceinline__ uint32_t multicast_masks(const sm90_ctx &c)
+{
+	const uint32_t a = c.cy > 1 ? row_mask(c) : 0;
+	const uint32_t b = c.cx > 1 ? col_mask(c) : 0;
+
+	return a | b << 16;
+}
+
+template <typename Cfg, bool SK>
+__device__ __forceinline__ void producer_prepare(const sm90_ctx &c,
+						 producer_first &f)
+{
+	work_iter it = work_start(c);
+	work w;
+
+	f.masks = multicast_masks(c);
+	work_next<SK>(c, it, w);
+	gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, f.tm, f.tn);
+}
+
 template <typename Cfg, bool SK>
 __device__ __forceinline__ void
-producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
+producer(const sm90_ctx &c, const producer_first &f, const CUtensorMap *tma_a,
+	 const CUtensorMap *tma_b)
 {
+	constexpr bool early = early_producer<Cfg>::on;
 	/* A is shared along the cluster's y, B along its x. */
 	const share sa = share_of<Cfg, Cfg::a_kmajor, Cfg::bm>(c.cta_y, c.cy);
 	const share sb = share_of<Cfg, Cfg::b_kmajor, Cfg::bn>(c.cta_x, c.cx);
-	const uint16_t mask_a = c.cy > 1 ? row_mask(c) : 0;
-	const uint16_t mask_b = c.cx > 1 ? col_mask(c) : 0;
-	pipe_state p = { 0, 1 };
+	const uint32_t masks = early ? f.masks : multicast_masks(c);
+	const uint16_t mask_a = masks & 0xffff, mask_b = masks >> 16;
+	/*
+	 * Bit 1 of the phase: the first pass over the ring, whose slots
+	 * are free (their waits would pass at once); cleared at the wrap.
+	 */
+	pipe_state p = { 0, early ? 1u | 2u : 1u };
 	work_iter it = work_start(c);
 	work w;
 
@@ -349,14 +399,21 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 		uint32_t tm, tn;
 
 		/* Tiles outside D load zero-filled boxes for their peers. */
-		gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, tm, tn);
+		if (early && p.phase == 3 && p.slot == 0) {
+			tm = f.tm; /* the first piece */
+			tn = f.tn;
+		} else {
+			gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, tm,
+					 tn);
+		}
 #pragma unroll 1
 		for (uint32_t kt = w.kb; kt < w.ke; kt++) {
 			const uint32_t a = c.ring + p.slot * Cfg::stage_bytes;
 			const uint32_t full = c.full + 8 * p.slot;
 			const int32_t k0 = kt * Cfg::bk;
 
-			mbar_wait(c.empty + 8 * p.slot, p.phase);
+			if (!early || !(p.phase & 2))
+				mbar_wait(c.empty + 8 * p.slot, p.phase);
 			/*
 			 * The whole stage: the peers' shares land here too,
 			 * and TMA counts zero-filled bytes on edge tiles.
@@ -369,6 +426,8 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 							       tn * Cfg::bn, sb,
 							       full, mask_b);
 			pipe_advance(p, c.stages);
+			if (early && p.slot == 0)
+				p.phase &= 1;
 		}
 	}
 
@@ -376,8 +435,10 @@ producer(const sm90_ctx &c, const CUtensorMap *tma_a, const CUtensorMap *tma_b)
 	 * Producer tail: wait until every slot still in flight has been
 	 * released by all its readers, here and in the peers it feeds.
 	 * This is what keeps the CTA alive until the last remote arrive on
-	 * its empty barriers has landed (see the kernel's end).
+	 * its empty barriers has landed (see the kernel's end).  Slots of
+	 * a first pass never finished were never filled: their waits pass.
 	 */
+	p.phase &= 1;
 #pragma unroll 1
 	for (uint32_t i = 0; i < c.stages; i++) {
 		mbar_wait(c.empty + 8 * p.slot, p.phase);
@@ -1439,6 +1500,7 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	  const CUtensorMap *tma_d, const gemm_args &args)
 {
 	const uint32_t wg = threadIdx.x / 128;
+	producer_first pf;
 	launch_regs lr;
 	sm90_ctx c;
 
@@ -1457,6 +1519,9 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 		for (uint32_t s = 0; s < 4; s++)
 			mbar_init(c.order + 8 * s, 1);
 		fence_mbarrier_init();
+	} else if (early_producer<Cfg>::on &&
+		   threadIdx.x / 32 == early_producer<Cfg>::warp) {
+		producer_prepare<Cfg, SK>(c, pf);
 	}
 	/* Peers multicast into this CTA and arrive on it: all must see init. */
 	if (c.cx * c.cy > 1)
@@ -1478,8 +1543,9 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 
 	if (wg == 0) {
 		setmaxnreg_dec<regs<Cfg>::producer>();
-		if (threadIdx.x / 32 == 0 && elect_one())
-			producer<Cfg, SK>(c, tma_a, tma_b);
+		if (threadIdx.x / 32 == early_producer<Cfg>::warp &&
+		    elect_one())
+			producer<Cfg, SK>(c, pf, tma_a, tma_b);
 		__syncwarp();
 	} else {
 		setmaxnreg_inc<regs<Cfg>::consumer>();
