@@ -368,8 +368,9 @@ __device__ __forceinline__ void producer_prepare(const sm90_ctx &c,
 	work w;
 
 	f.masks = multicast_masks(c);
-	work_next<SK>(c, it, w);
-	gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, f.tm, f.tn);
+	/* A CTA with no piece never reads f.tm, f.tn. */
+	if (work_next<SK>(c, it, w))
+		gemmd_sched_tile(c.sched, w.u, c.cta_x, c.cta_y, f.tm, f.tn);
 }
 
 template <typename Cfg, bool SK>
