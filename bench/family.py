@@ -4,6 +4,7 @@
     bench/family.py URL design [--dtype bf16] [--size 8192x8192x8192]
     bench/family.py URL shapes [--dtype bf16,fp16] [--shapes ...]
     bench/family.py URL final [--dtype bf16,fp16] [--shapes ...]
+    bench/family.py URL clusters [--dtype bf16,fp16] [--shapes ...]
 
 design: at one size, every schedule and tile over its stage counts (cluster
 1x1, the planner's epilogue), then each one's best stage count over the
@@ -19,6 +20,13 @@ final: the rounds alone, for the configurations in BEST (the winners of
 the last shapes search logged in docs/perf.md), without the search;
 --pdl launches ours with programmatic dependent launch (cuBLASLt is
 launched as it launches itself, without).
+clusters: per shape and dtype, BEST's configuration over every cluster
+shape its kernel takes and, where it has stream-K, with the other
+decomposition, each timed in the final rounds' way: the shapes search
+times jobs too short for the power cap to bind, and at the cap a
+cluster's multicast (fewer L2 bytes) can win where it lost unbound.
+The configurations take turns within a round, in an order rotated from
+round to round.
 With --order separate (the default) each job times ours, pauses
 --cooldown-ms and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
@@ -309,18 +317,24 @@ def print_table(table):
             "pass" if r["verify"] else "FAIL", r.get("lt_kernel", "-")))
 
 
+def best_of(allk, dtype, shape, pdl):
+    """BEST's kernel (from the catalog) and extra fields for a shape."""
+    sched, tile, extra = BEST[dtype][shape]
+    if pdl:
+        extra = dict(extra, pdl=True)
+    kern = next(x for x in allk if x["dtype"] == dtype and
+                x["layout"] == "tn" and x["schedule"] == sched and
+                tile_str(x) == tile)
+    return kern, extra
+
+
 def final(url, args):
     table = []
     allk = kernels(url)
     for dtype in args.dtype.split(","):
         for shape in args.shapes.split():
             m, n, k = (int(x) for x in shape.split("x"))
-            sched, tile, extra = BEST[dtype][shape]
-            if args.pdl:
-                extra = dict(extra, pdl=True)
-            kern = next(x for x in allk if x["dtype"] == dtype and
-                        x["layout"] == "tn" and x["schedule"] == sched and
-                        tile_str(x) == tile)
+            kern, extra = best_of(allk, dtype, shape, args.pdl)
             rounds = final_rounds(url, m, n, k, dtype, kern, extra)
             table.append((shape, dtype, desc(kern, extra),
                           dict(merge_rounds(rounds),
@@ -329,6 +343,51 @@ def final(url, args):
                 shape, dtype, desc(kern, extra),
                 [round(x["tflops"], 1) for x in rounds]),
                 file=sys.stderr, flush=True)
+    print_table(table)
+
+
+def variants(kern, extra):
+    """extra first, then on every other cluster shape the kernel takes,
+    then with the other decomposition where the kernel has stream-K."""
+    out = [extra]
+    for c in CLUSTERS:
+        if c != extra.get("cluster", [1, 1]) and \
+                c[0] * c[1] <= kern.get("cluster_max", 1):
+            out.append(dict(extra, cluster=c))
+    if "stream_k" in kern.get("decompositions", []):
+        other = {x: v for x, v in extra.items() if x != "decomposition"}
+        if extra.get("decomposition") != "stream_k":
+            other.update(SK)
+        out.append(other)
+    return out
+
+
+def clusters(url, args):
+    table = []
+    allk = kernels(url)
+    for dtype in args.dtype.split(","):
+        for shape in args.shapes.split():
+            m, n, k = (int(x) for x in shape.split("x"))
+            kern, extra = best_of(allk, dtype, shape, args.pdl)
+            configs = variants(kern, extra)
+            rounds = [[] for _ in configs]
+            for i in range(ROUNDS):
+                turn = i % len(configs)
+                for j in list(range(turn, len(configs))) + \
+                        list(range(turn)):
+                    time.sleep(TIMING["cooldown_ms"] / 1000.0)
+                    rounds[j].append(run(
+                        url, m, n, k, dtype, kern,
+                        dict(configs[j], baseline="cublas"),
+                        verify=i == 0, timing=FINAL))
+            for e, r in zip(configs, rounds):
+                table.append((shape, dtype, desc(kern, e),
+                              dict(merge_rounds(r),
+                                   lt_kernel=lt_kernel(r[0]))))
+                print("  %s %s: %s %s" % (
+                    shape, dtype, desc(kern, e),
+                    [round(x["tflops"], 1) for x in r]),
+                    file=sys.stderr, flush=True)
     print_table(table)
 
 
@@ -384,7 +443,8 @@ def shapes(url, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("url")
-    p.add_argument("what", choices=("design", "shapes", "final"))
+    p.add_argument("what", choices=("design", "shapes", "final",
+                                    "clusters"))
     p.add_argument("--dtype", default=None)
     p.add_argument("--size", default="8192x8192x8192")
     p.add_argument("--shapes", default=SHAPES)
@@ -392,8 +452,8 @@ def main():
                    choices=("separate", "interleaved"))
     p.add_argument("--cooldown-ms", type=int, default=2000)
     p.add_argument("--pdl", action="store_true",
-                   help="final: launch ours with programmatic dependent "
-                   "launch (kernel.pdl)")
+                   help="final, clusters: launch ours with programmatic "
+                   "dependent launch (kernel.pdl)")
     args = p.parse_args()
     # The jobs that time cuBLAS next to ours, in every timing mode: the
     # final rounds' pause between the two sides is this one too.
@@ -402,8 +462,8 @@ def main():
                       cooldown_ms=args.cooldown_ms)
     if args.dtype is None:
         args.dtype = "bf16" if args.what == "design" else "bf16,fp16"
-    {"design": design, "shapes": shapes, "final": final}[args.what](
-        url=args.url, args=args)
+    {"design": design, "shapes": shapes, "final": final,
+     "clusters": clusters}[args.what](url=args.url, args=args)
 
 
 if __name__ == "__main__":

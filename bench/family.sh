@@ -4,10 +4,11 @@
 #   bench/family.sh BUILD_DIR design [--size MxNxK] [--dtype bf16]
 #   bench/family.sh BUILD_DIR shapes [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR final [--shapes "..."] [--dtype bf16,fp16]
+#   bench/family.sh BUILD_DIR clusters [--shapes "..."] [--dtype bf16,fp16]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-start_bench_gemmd "$(cd "${1:?usage: family.sh BUILD_DIR design|shapes|final}" && pwd)"
+start_bench_gemmd "$(cd "${1:?usage: family.sh BUILD_DIR design|shapes|final|clusters}" && pwd)"
 shift
 curl -sf "$url/v1/devices" | python3 -c 'import json,sys; d=json.load(sys.stdin)["devices"]; print("device:", d[0]["name"] if d else "none")'
 python3 "$here/family.py" "$url" "$@"
