@@ -69,8 +69,9 @@ BEST = {
         "8192x8192x8192": ("cooperative", "128x256x64",
             dict(SK, cluster=[2, 1])),
         # At the power cap a 2x1 cluster's multicast beats the plain
-        # grid here, 2 % in sustained A/B rounds (docs/perf.md,
-        # session 16); the short search does not reach the cap.
+        # grid here, 0.5-2.3 % in sustained A/B rounds on both
+        # machines (docs/perf.md, session 16); the short search does
+        # not reach the cap.
         "4096x4096x4096": ("cooperative", "128x256x64",
             {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
         "2048x2048x2048": ("cooperative", "128x256x64",
@@ -87,8 +88,8 @@ BEST = {
             {"stages": 5, "raster": "along_n", "swizzle": 8}),
         "4096x14336x4096": ("cooperative", "256x128x64",
             dict(SK, cluster=[1, 2], raster="along_n", swizzle=8)),
-        # Whole tiles: stream-K was 1.5-2 % behind in sustained A/B
-        # rounds on an H100 (docs/perf.md, session 16).
+        # Whole tiles: stream-K was 1.6-2.4 % behind in sustained A/B
+        # rounds on both machines (docs/perf.md, session 16).
         "14336x4096x4096": ("cooperative", "128x256x64",
             {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
         "8192x1024x8192": ("cooperative", "128x256x64",
@@ -118,7 +119,7 @@ BEST = {
         "8192x8192x1024": ("pingpong", "128x192x64",
             {"stages": 5, "cluster": [2, 1], "raster": "along_n",
              "swizzle": 8}),
-        # 2x1: 1-1.4 % ahead of 1x1 in sustained rounds on both
+        # 2x1: 0.4-1.4 % ahead of 1x1 in sustained rounds on both
         # machines (docs/perf.md, session 16).
         "4096x14336x4096": ("cooperative", "128x256x64",
             {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
