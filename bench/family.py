@@ -336,6 +336,17 @@ def best_of(allk, dtype, shape, pdl):
     return kern, extra
 
 
+def add_row(table, shape, dtype, kern, extra, rounds):
+    """A configuration's merged rounds into the table, and its per-round
+    TFLOP/s on stderr as they come."""
+    table.append((shape, dtype, desc(kern, extra),
+                  dict(merge_rounds(rounds), lt_kernel=lt_kernel(rounds[0]))))
+    print("  %s %s: %s %s" % (
+        shape, dtype, desc(kern, extra),
+        [round(x["tflops"], 1) for x in rounds]),
+        file=sys.stderr, flush=True)
+
+
 def final(url, args):
     table = []
     allk = kernels(url)
@@ -344,13 +355,7 @@ def final(url, args):
             m, n, k = (int(x) for x in shape.split("x"))
             kern, extra = best_of(allk, dtype, shape, args.pdl)
             rounds = final_rounds(url, m, n, k, dtype, kern, extra)
-            table.append((shape, dtype, desc(kern, extra),
-                          dict(merge_rounds(rounds),
-                               lt_kernel=lt_kernel(rounds[0]))))
-            print("  %s %s: %s %s" % (
-                shape, dtype, desc(kern, extra),
-                [round(x["tflops"], 1) for x in rounds]),
-                file=sys.stderr, flush=True)
+            add_row(table, shape, dtype, kern, extra, rounds)
     print_table(table)
 
 
@@ -389,13 +394,7 @@ def clusters(url, args):
                         dict(configs[j], baseline="cublas"),
                         verify=i == 0, timing=FINAL))
             for e, r in zip(configs, rounds):
-                table.append((shape, dtype, desc(kern, e),
-                              dict(merge_rounds(r),
-                                   lt_kernel=lt_kernel(r[0]))))
-                print("  %s %s: %s %s" % (
-                    shape, dtype, desc(kern, e),
-                    [round(x["tflops"], 1) for x in r]),
-                    file=sys.stderr, flush=True)
+                add_row(table, shape, dtype, kern, e, r)
     print_table(table)
 
 
@@ -438,13 +437,7 @@ def shapes(url, args):
                         best = (best[0], extra, r)
             kern = best[0]
             rounds = final_rounds(url, m, n, k, dtype, kern, best[1])
-            table.append((shape, dtype, desc(kern, best[1]),
-                          dict(merge_rounds(rounds),
-                               lt_kernel=lt_kernel(rounds[0]))))
-            print("  %s %s: %s %s" % (
-                shape, dtype, desc(kern, best[1]),
-                [round(x["tflops"], 1) for x in rounds]),
-                file=sys.stderr, flush=True)
+            add_row(table, shape, dtype, kern, best[1], rounds)
     print_table(table)
 
 
