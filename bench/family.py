@@ -347,15 +347,22 @@ def add_row(table, shape, dtype, kern, extra, rounds):
         file=sys.stderr, flush=True)
 
 
-def final(url, args):
-    table = []
+def best_cells(url, args):
+    """Per dtype and shape asked for: (dtype, shape, m, n, k, kern,
+    extra), BEST's configuration for it."""
     allk = kernels(url)
     for dtype in args.dtype.split(","):
         for shape in args.shapes.split():
             m, n, k = (int(x) for x in shape.split("x"))
             kern, extra = best_of(allk, dtype, shape, args.pdl)
-            rounds = final_rounds(url, m, n, k, dtype, kern, extra)
-            add_row(table, shape, dtype, kern, extra, rounds)
+            yield dtype, shape, m, n, k, kern, extra
+
+
+def final(url, args):
+    table = []
+    for dtype, shape, m, n, k, kern, extra in best_cells(url, args):
+        rounds = final_rounds(url, m, n, k, dtype, kern, extra)
+        add_row(table, shape, dtype, kern, extra, rounds)
     print_table(table)
 
 
@@ -375,26 +382,27 @@ def variants(kern, extra):
     return out
 
 
+def turns(url, m, n, k, dtype, kern, configs):
+    """ROUNDS final rounds of each configuration, with cuBLASLt; within
+    a round they take turns, in an order rotated from round to round."""
+    rounds = [[] for _ in configs]
+    for i in range(ROUNDS):
+        turn = i % len(configs)
+        for j in list(range(turn, len(configs))) + list(range(turn)):
+            time.sleep(TIMING["cooldown_ms"] / 1000.0)
+            rounds[j].append(run(url, m, n, k, dtype, kern,
+                                 dict(configs[j], baseline="cublas"),
+                                 verify=i == 0, timing=FINAL))
+    return rounds
+
+
 def clusters(url, args):
     table = []
-    allk = kernels(url)
-    for dtype in args.dtype.split(","):
-        for shape in args.shapes.split():
-            m, n, k = (int(x) for x in shape.split("x"))
-            kern, extra = best_of(allk, dtype, shape, args.pdl)
-            configs = variants(kern, extra)
-            rounds = [[] for _ in configs]
-            for i in range(ROUNDS):
-                turn = i % len(configs)
-                for j in list(range(turn, len(configs))) + \
-                        list(range(turn)):
-                    time.sleep(TIMING["cooldown_ms"] / 1000.0)
-                    rounds[j].append(run(
-                        url, m, n, k, dtype, kern,
-                        dict(configs[j], baseline="cublas"),
-                        verify=i == 0, timing=FINAL))
-            for e, r in zip(configs, rounds):
-                add_row(table, shape, dtype, kern, e, r)
+    for dtype, shape, m, n, k, kern, extra in best_cells(url, args):
+        configs = variants(kern, extra)
+        rounds = turns(url, m, n, k, dtype, kern, configs)
+        for e, r in zip(configs, rounds):
+            add_row(table, shape, dtype, kern, e, r)
     print_table(table)
 
 
