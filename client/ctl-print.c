@@ -371,6 +371,14 @@ static bool stream_k(const json_t *plan)
 	return d && !strcmp(d, "stream_k");
 }
 
+/* GPC placement shows; none, the default, and older plans do not. */
+static bool gpc_placement(const json_t *plan)
+{
+	const char *p = jstr(plan, "placement");
+
+	return p && !strcmp(p, "gpc");
+}
+
 /* pdl: the job's launches may overlap (spec.kernel.pdl). */
 static void print_plan(const json_t *plan, const json_t *spec)
 {
@@ -397,7 +405,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 	      smem);
 	if (jstr(plan, "raster"))
 		field("order:",
-		      "%s, swizzle %s, %s epilogue%s%s, %s work units",
+		      "%s, swizzle %s, %s epilogue%s%s%s, %s work units",
 		      jstr(plan, "raster"),
 		      int_text(plan, "swizzle", stages, sizeof(stages)),
 		      jstr(plan, "epilogue") ?: "-",
@@ -405,6 +413,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 			      ", persistent" :
 			      "",
 		      stream_k(plan) ? ", stream_k decomposition" : "",
+		      gpc_placement(plan) ? ", gpc placement" : "",
 		      int_text(plan, "units", grid, sizeof(grid)));
 }
 

@@ -215,6 +215,8 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 		r = parse_flag(v, &k->persistent);
 	} else if (strcmp(key, "pdl") == 0) {
 		r = parse_flag(v, &k->pdl);
+	} else if (strcmp(key, "placement") == 0) {
+		r = parse_flag(v, &k->placement);
 	} else if (strcmp(key, "epilogue") == 0) {
 		r = parse_list(v, gemm_epilogue_from_string, &k->epilogues);
 	} else if (strcmp(key, "smem_epilogue") == 0) {
@@ -578,7 +580,7 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:s, s:o, s:s, s:[i,i,i], s:i, s:i, s:i,"
-		" s:i, s:i, s:i, s:i, s:b, s:b, s:o, s:o, s:s}",
+		" s:i, s:i, s:i, s:i, s:b, s:b, s:b, s:o, s:o, s:s}",
 		"name", k->name, "cubin", k->cubin, "schedule",
 		gemm_schedule_to_string(k->schedule), "dtype",
 		gemm_dtype_to_string(k->dtype), "outs",
@@ -588,7 +590,7 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 		"smem_stage", k->smem_stage, "smem_epilogue", k->smem_epilogue,
 		"min_stages", k->min_stages, "max_stages", k->max_stages,
 		"cluster_max", k->cluster_max, "persistent", k->persistent,
-		"pdl", k->pdl, "epilogues",
+		"pdl", k->pdl, "placement", k->placement, "epilogues",
 		mask_to_json(k->epilogues, epilogue_name, _GEMM_EPILOGUE_MAX),
 		"decompositions", decompositions_to_json(k), "arch", k->arch);
 }

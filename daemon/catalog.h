@@ -35,6 +35,7 @@ struct kernel_info {
 	unsigned int cluster_max; /* largest cluster accepted, x * y CTAs */
 	bool persistent; /* grid sized by occupancy, not by the tiles */
 	bool pdl; /* waits for the grid before it: may launch with PDL */
+	bool placement; /* claims its place by GPC: kernel.placement gpc */
 	unsigned int epilogues; /* KERNEL_BIT(gemm_epilogue) */
 	char arch[16]; /* oldest it runs on: "sm_90a", "sm_80" */
 };

@@ -48,6 +48,11 @@ const char *const gemm_decomposition_names[_GEMM_DECOMP_MAX] = {
 	[GEMM_DECOMP_STREAM_K] = "stream_k",
 };
 
+const char *const gemm_placement_names[_GEMM_PLACEMENT_MAX] = {
+	[GEMM_PLACEMENT_NONE] = "none",
+	[GEMM_PLACEMENT_GPC] = "gpc",
+};
+
 const char *const gemm_init_names[_GEMM_INIT_MAX] = {
 	[GEMM_INIT_NORMAL] = "normal",
 	[GEMM_INIT_UNIFORM] = "uniform",
@@ -182,6 +187,38 @@ bool gemm_schedule_has_decomposition(enum gemm_schedule s,
 	case GEMM_DECOMP_STREAM_K:
 		return s == GEMM_SCHEDULE_COOPERATIVE;
 	case _GEMM_DECOMP_MAX:
+		break;
+	}
+	return false;
+}
+
+const char *gemm_placement_to_string(enum gemm_placement p)
+{
+	return string_table_lookup(gemm_placement_names,
+				   ARRAY_SIZE(gemm_placement_names), p);
+}
+
+int gemm_placement_from_string(const char *s)
+{
+	return string_table_find(gemm_placement_names,
+				 ARRAY_SIZE(gemm_placement_names), s);
+}
+
+/*
+ * GPC placement needs clusters that stay resident and walk the work
+ * order from the place they claim: the persistent kernels'.  The other
+ * kernels take one work unit a cluster, from the launch index, and have
+ * no place to claim.
+ */
+bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p)
+{
+	switch (p) {
+	case GEMM_PLACEMENT_NONE:
+		return true;
+	case GEMM_PLACEMENT_GPC:
+		return s == GEMM_SCHEDULE_COOPERATIVE ||
+		       s == GEMM_SCHEDULE_PINGPONG;
+	case _GEMM_PLACEMENT_MAX:
 		break;
 	}
 	return false;

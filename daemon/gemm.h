@@ -59,6 +59,20 @@ enum gemm_decomposition {
 	_GEMM_DECOMP_MAX,
 };
 
+/*
+ * How a persistent kernel's clusters take their places in the work order
+ * (kernels/gemm-abi.h, docs/kernels.md).  With GPC each cluster claims at
+ * launch a place in its GPC's share of the order, so that the clusters of
+ * one GPC work on neighbouring tiles at once and their operand loads meet
+ * inside the GPC instead of each going to L2.  Every place goes to one
+ * cluster whatever SMs they land on: the GPC map decides only the saving.
+ */
+enum gemm_placement {
+	GEMM_PLACEMENT_NONE, /* place = launch index */
+	GEMM_PLACEMENT_GPC, /* claimed in the cluster's GPC group */
+	_GEMM_PLACEMENT_MAX,
+};
+
 enum gemm_epilogue {
 	GEMM_EPILOGUE_DIRECT, /* stores from registers */
 	GEMM_EPILOGUE_TMA, /* staged in smem, TMA stores */
@@ -168,6 +182,7 @@ struct gemm_spec {
 	unsigned int swizzle; /* 0: the plan picks; else 1, 2, 4, 8 */
 	enum gemm_epilogue epilogue;
 	enum gemm_decomposition decomposition;
+	enum gemm_placement placement;
 	/*
 	 * Programmatic dependent launch: each launch of ours may start
 	 * while the one before it finishes (kernels with "pdl" only).
@@ -212,6 +227,7 @@ struct gemm_plan {
 	unsigned int swizzle;
 	enum gemm_epilogue epilogue;
 	enum gemm_decomposition decomposition; /* stream_k: persistent only */
+	enum gemm_placement placement; /* gpc: persistent only */
 	/*
 	 * A persistent kernel: the worker cuts grid[0] down to the clusters
 	 * that fit at once (cuOccupancyMaxActiveClusters).  grid[0] is
@@ -368,6 +384,7 @@ extern const char *const gemm_schedule_names[_GEMM_SCHEDULE_MAX];
 extern const char *const gemm_raster_names[_GEMM_RASTER_MAX];
 extern const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX];
 extern const char *const gemm_decomposition_names[_GEMM_DECOMP_MAX];
+extern const char *const gemm_placement_names[_GEMM_PLACEMENT_MAX];
 extern const char *const gemm_init_names[_GEMM_INIT_MAX];
 /* GEMM_BASELINE_NONE has no name: it is JSON null. */
 extern const char *const gemm_baseline_names[_GEMM_BASELINE_MAX];
@@ -396,6 +413,15 @@ int gemm_decomposition_from_string(const char *s);
  */
 bool gemm_schedule_has_decomposition(enum gemm_schedule s,
 				     enum gemm_decomposition d);
+const char *gemm_placement_to_string(enum gemm_placement p);
+int gemm_placement_from_string(const char *s);
+/*
+ * Whether kernels of schedule s can run placement p: GPC only on the
+ * persistent ones (cooperative, pingpong), whose clusters each walk
+ * many work units from the place they claim.  The planner refuses what
+ * this refuses.
+ */
+bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p);
 const char *gemm_init_to_string(enum gemm_init i);
 int gemm_init_from_string(const char *s);
 const char *gemm_baseline_to_string(enum gemm_baseline b);

@@ -54,15 +54,23 @@ static bool kernel_has_pdl(const struct kernel_info *k,
 	return !spec->pdl || k->pdl;
 }
 
+/* GPC placement needs a kernel built with it (its note says so). */
+static bool kernel_has_placement(const struct kernel_info *k,
+				 const struct gemm_spec *spec)
+{
+	return spec->placement != GEMM_PLACEMENT_GPC || k->placement;
+}
+
 /*
- * What the kernel must also offer: the output type, the epilogue, PDL
- * and the cluster size, so that a tile picked for the job can run it.
+ * What the kernel must also offer: the output type, the epilogue, PDL,
+ * placement and the cluster size, so that a tile picked for the job can
+ * run it.
  */
 static bool kernel_offers(const struct kernel_info *k,
 			  const struct gemm_spec *spec)
 {
 	return kernel_has_out(k, spec) && kernel_has_epilogue(k, spec) &&
-	       kernel_has_pdl(k, spec) &&
+	       kernel_has_pdl(k, spec) && kernel_has_placement(k, spec) &&
 	       spec->cluster_x * spec->cluster_y <= k->cluster_max;
 }
 
@@ -127,14 +135,15 @@ static const char *describe(const struct gemm_spec *spec, char *buf, size_t len)
 
 /*
  * Why pick_kernel() found nothing: the first term that no kernel meets,
- * in the order kernel, output type, epilogue, PDL, cluster.  For the
- * cluster, the kernel that takes the largest one is named with its limit.
+ * in the order kernel, output type, epilogue, PDL, placement, cluster.
+ * For the cluster, the kernel that takes the largest one is named with its
+ * limit.
  */
 static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		     struct gemmd_error *err)
 {
 	const struct kernel_info *widest = NULL;
-	bool any = false, out = false, epilogue = false;
+	bool any = false, out = false, epilogue = false, pdl = false;
 	char what[96];
 	size_t i;
 
@@ -150,7 +159,10 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		if (!kernel_has_epilogue(k, spec))
 			continue;
 		epilogue = true;
-		if (kernel_has_pdl(k, spec) &&
+		if (!kernel_has_pdl(k, spec))
+			continue;
+		pdl = true;
+		if (kernel_has_placement(k, spec) &&
 		    (!widest || k->cluster_max > widest->cluster_max))
 			widest = k;
 	}
@@ -170,11 +182,18 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 			"no %s has the %s epilogue with %s output", what,
 			gemm_epilogue_to_string(spec->epilogue),
 			gemm_dtype_to_string(spec->out));
-	if (!widest)
+	if (!pdl)
 		return gemmd_error_set(err, 422, "unsupported", "kernel.pdl",
 				       "no %s waits for the launch before it, "
 				       "as programmatic dependent launch needs "
 				       "(ws, cooperative and pingpong do)",
+				       what);
+	if (!widest)
+		return gemmd_error_set(err, 422, "unsupported",
+				       "kernel.placement",
+				       "no %s is built with gpc placement "
+				       "(pingpong 128x192's producer has too "
+				       "few registers for it)",
 				       what);
 	return gemmd_error_set(err, 422, "unsupported", "kernel.cluster",
 			       "cluster %ux%u is %u CTAs: %s accepts "
@@ -573,6 +592,35 @@ static int check_baseline_types(const struct gemm_spec *spec,
 			       gemm_dtype_to_string(spec->out));
 }
 
+static bool takes_decomposition(enum gemm_schedule s,
+				const struct gemm_spec *spec)
+{
+	return gemm_schedule_has_decomposition(s, spec->decomposition);
+}
+
+static bool takes_placement(enum gemm_schedule s, const struct gemm_spec *spec)
+{
+	return gemm_schedule_has_placement(s, spec->placement);
+}
+
+/* "a or b": the schedules that take what the spec asks, for a message. */
+static void schedules_that(bool (*takes)(enum gemm_schedule,
+					 const struct gemm_spec *),
+			   const struct gemm_spec *spec, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < _GEMM_SCHEDULE_MAX && used < len; i++) {
+		if (!takes(i, spec))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s",
+					 n++ ? " or " : "",
+					 gemm_schedule_to_string(i));
+	}
+}
+
 /*
  * The decomposition is the schedule's to offer, whatever the kernel
  * (gemm_schedule_has_decomposition()): refused before a kernel is
@@ -582,25 +630,44 @@ static int check_baseline_types(const struct gemm_spec *spec,
 static int check_decomposition(const struct gemm_spec *spec,
 			       struct gemmd_error *err)
 {
-	char need[96] = "";
-	size_t used = 0;
-	int i, n = 0;
+	char need[96];
 
 	if (gemm_schedule_has_decomposition(spec->schedule,
 					    spec->decomposition))
 		return 0;
-	for (i = 0; i < _GEMM_SCHEDULE_MAX && used < sizeof(need); i++) {
-		if (!gemm_schedule_has_decomposition(i, spec->decomposition))
-			continue;
-		used += (size_t)snprintf(need + used, sizeof(need) - used,
-					 "%s%s", n++ ? " or " : "",
-					 gemm_schedule_to_string(i));
-	}
+	schedules_that(takes_decomposition, spec, need, sizeof(need));
 	return gemmd_error_set(
 		err, 422, "unsupported", "kernel.decomposition",
 		"%s needs the %s schedule, not %s",
 		gemm_decomposition_to_string(spec->decomposition), need,
 		gemm_schedule_to_string(spec->schedule));
+}
+
+/*
+ * The placement is the schedule's to offer too
+ * (gemm_schedule_has_placement()): GPC claims need clusters that stay
+ * resident and walk the work order, refused for any other schedule before
+ * a kernel is looked for, as check_decomposition() does.
+ */
+static int check_placement(const struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	char need[96];
+
+	/* The stream-K entries have no placement (kernels/gemm-abi.h). */
+	if (spec->placement == GEMM_PLACEMENT_GPC &&
+	    spec->decomposition == GEMM_DECOMP_STREAM_K)
+		return gemmd_error_set(err, 422, "unsupported",
+				       "kernel.placement",
+				       "gpc placement needs the data_parallel "
+				       "decomposition, not stream_k");
+	if (gemm_schedule_has_placement(spec->schedule, spec->placement))
+		return 0;
+	schedules_that(takes_placement, spec, need, sizeof(need));
+	return gemmd_error_set(err, 422, "unsupported", "kernel.placement",
+			       "%s placement needs the %s schedule, not %s",
+			       gemm_placement_to_string(spec->placement), need,
+			       gemm_schedule_to_string(spec->schedule));
 }
 
 /*
@@ -642,6 +709,8 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		sm_count = dev->sm_count;
 
 	r = check_decomposition(spec, err);
+	if (r >= 0)
+		r = check_placement(spec, err);
 	if (r < 0)
 		return r;
 	k = pick_kernel(cat, spec, sm_count);
@@ -666,6 +735,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	p.stages = stages;
 	p.epilogue = s.epilogue;
 	p.decomposition = s.decomposition;
+	p.placement = s.placement;
 	pick_entry(k, &s, &p);
 	p.smem_bytes = smem_bytes(k, &s, stages, smem_limit);
 	p.tile = k->tile;
@@ -713,7 +783,7 @@ json_t *plan_to_json(const struct gemm_plan *p)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
-		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:b, s:I}",
+		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:s, s:b, s:I}",
 		"kernel", p->kernel, "entry", p->entry, "cubin", p->cubin,
 		"grid", p->grid[0], p->grid[1], p->grid[2], "block",
 		p->block[0], p->block[1], p->block[2], "cluster", p->cluster[0],
@@ -722,6 +792,7 @@ json_t *plan_to_json(const struct gemm_plan *p)
 		"raster", gemm_raster_to_string(p->raster), "swizzle",
 		p->swizzle, "epilogue", gemm_epilogue_to_string(p->epilogue),
 		"decomposition", gemm_decomposition_to_string(p->decomposition),
+		"placement", gemm_placement_to_string(p->placement),
 		"persistent", p->persistent, "units", (json_int_t)p->units);
 }
 
@@ -756,9 +827,26 @@ static int decomposition_from_json(const char *decomposition,
 	return 0;
 }
 
+/*
+ * GPC placement orders the clusters of a persistent kernel: a plan that
+ * is not persistent cannot carry it either.
+ */
+static int placement_from_json(const char *placement, struct gemm_plan *p)
+{
+	int x = gemm_placement_from_string(placement);
+
+	if (x < 0 ||
+	    (x == GEMM_PLACEMENT_GPC &&
+	     (!p->persistent || p->decomposition != GEMM_DECOMP_DATA_PARALLEL)))
+		return -EINVAL;
+	p->placement = x;
+	return 0;
+}
+
 int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
 	const char *kernel, *entry, *cubin, *raster, *epilogue, *decomposition;
+	const char *placement;
 	struct gemm_plan p;
 	json_error_t jerr;
 	json_int_t units;
@@ -767,7 +855,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	memset(&p, 0, sizeof(p));
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
 			   "{s:s, s:s, s:s, s:[iii], s:[iii], s:[iii], s:i,"
-			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:b, s:I}",
+			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:s, s:b, s:I}",
 			   "kernel", &kernel, "entry", &entry, "cubin", &cubin,
 			   "grid", &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
@@ -775,8 +863,9 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 			   "smem_bytes", &p.smem_bytes, "stages", &p.stages,
 			   "tile", &p.tile.m, &p.tile.n, &p.tile.k, "raster",
 			   &raster, "swizzle", &swizzle, "epilogue", &epilogue,
-			   "decomposition", &decomposition, "persistent",
-			   &persistent, "units", &units) < 0)
+			   "decomposition", &decomposition, "placement",
+			   &placement, "persistent", &persistent, "units",
+			   &units) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
 	    strlen(entry) >= sizeof(p.entry) ||
@@ -785,7 +874,8 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	p.persistent = persistent;
 	if (units < 1 || swizzle < 1 ||
 	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0 ||
-	    decomposition_from_json(decomposition, &p) < 0)
+	    decomposition_from_json(decomposition, &p) < 0 ||
+	    placement_from_json(placement, &p) < 0)
 		return -EINVAL;
 	strcpy(p.kernel, kernel);
 	strcpy(p.entry, entry);

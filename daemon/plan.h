@@ -2,7 +2,8 @@
 /*
  * plan.h - can this spec run here, and how: pick the kernel from the
  * catalog and derive the launch (grid, block, cluster, shared memory) and
- * the work order (raster, swizzle, decomposition) the kernel is handed.
+ * the work order (raster, swizzle, decomposition, placement) the kernel is
+ * handed.
  *
  * Everything a launch could fail on is checked here, so that a job the
  * daemon accepts does not fail at launch: a spec that is valid JSON but

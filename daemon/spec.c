@@ -44,6 +44,7 @@ void spec_init(struct gemm_spec *spec)
 	spec->swizzle = 0;
 	spec->epilogue = GEMM_EPILOGUE_AUTO;
 	spec->decomposition = GEMM_DECOMP_DATA_PARALLEL;
+	spec->placement = GEMM_PLACEMENT_NONE;
 	spec->alpha = 1.0;
 	spec->beta = 0.0;
 	spec->warmup = 10;
@@ -425,6 +426,19 @@ static int parse_decomposition(json_t *v, const char *path,
 	return 0;
 }
 
+/* Which schedules take which is plan.c's (422), as for decomposition. */
+static int parse_placement(json_t *v, const char *path, struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = GET_ENUM(v, path, gemm_placement_names, &x, err);
+	if (r < 0)
+		return r;
+	spec->placement = x;
+	return 0;
+}
+
 static int parse_pdl(json_t *v, const char *path, struct gemm_spec *spec,
 		     struct gemmd_error *err)
 {
@@ -441,6 +455,7 @@ static const struct field kernel_fields[] = {
 	{ "epilogue", parse_epilogue },
 	{ "pdl", parse_pdl },
 	{ "decomposition", parse_decomposition },
+	{ "placement", parse_placement },
 };
 
 static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
@@ -825,8 +840,8 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 	if (spec->tile.m)
 		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
 	return json_pack(
-		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b, s:s}", "schedule",
-		gemm_schedule_to_string(spec->schedule), "tile",
+		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b, s:s, s:s}",
+		"schedule", gemm_schedule_to_string(spec->schedule), "tile",
 		t ? t : json_null(), "stages",
 		spec->stages ? json_integer(spec->stages) : json_null(),
 		"cluster", (json_int_t)spec->cluster_x,
@@ -835,7 +850,8 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 		spec->swizzle ? json_integer(spec->swizzle) : json_null(),
 		"epilogue", gemm_epilogue_to_string(spec->epilogue), "pdl",
 		spec->pdl, "decomposition",
-		gemm_decomposition_to_string(spec->decomposition));
+		gemm_decomposition_to_string(spec->decomposition), "placement",
+		gemm_placement_to_string(spec->placement));
 }
 
 json_t *spec_to_json(const struct gemm_spec *spec)

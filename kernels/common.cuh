@@ -50,7 +50,8 @@
 #define GEMMD_KERNEL_NOTE(...) GEMMD_KERNEL_NOTE_(__VA_ARGS__)
 #define GEMMD_KERNEL_NOTE_(entry, sched, dtype, layout, bm, bn, bk, threads,  \
 			  smem_stage, min_stages, max_stages, cluster,        \
-			  persistent, pdl, epilogues, smem_epilogue, arch)    \
+			  persistent, pdl, placement, epilogues,              \
+			  smem_epilogue, arch)                                \
 	extern "C" __device__ const char gemmd_meta_##entry[] =              \
 		"kernel=" #entry " schedule=" #sched " dtype=" #dtype        \
 		" layout=" #layout " tile=" #bm "x" #bn "x" #bk              \
@@ -59,6 +60,7 @@
 		" smem_stage=" #smem_stage " min_stages=" #min_stages        \
 		" max_stages=" #max_stages " cluster=" #cluster              \
 		" persistent=" #persistent " pdl=" #pdl                      \
+		" placement=" #placement                                     \
 		" epilogue=" epilogues                                       \
 		" smem_epilogue=" #smem_epilogue                             \
 		" out=bf16,fp16,fp32 arch=" #arch
@@ -404,6 +406,42 @@ GEMMD_DEV void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 		     :
 		     : "r"(bar), "r"(rank)
 		     : "memory");
+}
+
+/* A 32-bit store into the shared memory of CTA `rank` of the cluster. */
+GEMMD_DEV void st_shared_cluster(uint32_t addr, uint32_t rank, uint32_t v)
+{
+	asm volatile("{\n\t.reg .b32 remote;\n\t"
+		     "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+		     "st.shared::cluster.u32 [remote], %2;\n\t}"
+		     :
+		     : "r"(addr), "r"(rank), "r"(v)
+		     : "memory");
+}
+
+GEMMD_DEV void st_shared_u32(uint32_t addr, uint32_t v)
+{
+	asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+GEMMD_DEV uint32_t ld_shared_u32(uint32_t addr)
+{
+	uint32_t v;
+
+	asm volatile("ld.shared.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "r"(addr)
+		     : "memory");
+	return v;
+}
+
+/* The SM this thread runs on: ids may have gaps (%nsmid). */
+GEMMD_DEV uint32_t sreg_smid(void)
+{
+	uint32_t v;
+
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(v));
+	return v;
 }
 
 /* A barrier among `count` threads (whole warps) with id 1..15. */

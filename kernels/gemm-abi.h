@@ -18,6 +18,10 @@
 #define GEMMD_STATIC_ASSERT(e, msg) _Static_assert(e, msg)
 #endif
 
+/* Placement (gemm_args.sm_group): SM ids and GPC groups it can map. */
+#define GEMMD_MAX_SMS 256
+#define GEMMD_MAX_GROUPS 16
+
 /* Barrier pairs reserved in shared memory: the run-time stage limit. */
 #define GEMMD_MAX_STAGES 16
 /* Opt-in dynamic shared memory per block on SM90 (227 KiB). */
@@ -124,8 +128,39 @@ struct gemm_args {
 	uint32_t decomposition; /* GEMMD_DECOMP_* */
 	uint32_t reserved;
 	uint64_t workspace; /* stream-K: GEMMD_SK_WORKSPACE_BYTES, see below */
+	uint64_t placement; /* 0, or a struct gemm_places (below) */
 };
-GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 120, "gemm_args layout");
+
+/*
+ * Placement (the persistent SM90 schedules but their stream-K entries,
+ * job field kernel.placement): with gemm_args.placement a cluster's
+ * place in the work order, the index it walks work units from, is not
+ * its launch index but one it claims at the start in its GPC group's
+ * share of the order, so that the clusters of one GPC work on
+ * neighbouring units at once and their operand loads meet in the GPC
+ * rather than each going to L2 (docs/kernels.md).  In device memory:
+ * sm_group[smid] is the group of each SM (the worker's map from probe
+ * launches of clusters, which never span a GPC; GEMMD_NO_GROUP where
+ * it has none); group g owns places group_base[g] .. + group_cap[g] - 1,
+ * and the caps add up to the clusters launched.  A cluster takes the
+ * next place of its own group or, that one full, of the first group
+ * with one left: every place goes to exactly one cluster, wherever the
+ * clusters land, so the map decides only how much L2 traffic is saved.
+ * count[] and claimed are zeroed by the host once; the last cluster of
+ * each launch to count itself in sets them back to zero.  (In the
+ * parameters, the tables made ptxas spill the stream-K entries.)
+ */
+#define GEMMD_NO_GROUP 0xffu
+struct gemm_places {
+	uint32_t count[GEMMD_MAX_GROUPS]; /* places claimed, per group */
+	uint32_t claimed; /* clusters that have their place */
+	uint32_t groups; /* 1 .. GEMMD_MAX_GROUPS */
+	uint16_t group_base[GEMMD_MAX_GROUPS];
+	uint16_t group_cap[GEMMD_MAX_GROUPS];
+	uint8_t sm_group[GEMMD_MAX_SMS];
+};
+GEMMD_STATIC_ASSERT(sizeof(struct gemm_places) == 392, "gemm_places layout");
 
 /*
  * gemm_args.decomposition: how a persistent kernel cuts the work.
@@ -170,6 +205,14 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_args) == 112, "gemm_args layout");
  *                  pingpong).
  */
 #define GEMMD_FAULT_EARLY_RELEASE 1u
+/*
+ *   PLACEMENT_SKEW  not a bug but a stress, applied by the worker alone:
+ *                  a placed launch is told that every SM is in group 0,
+ *                  so nearly every cluster finds its group's places
+ *                  taken and claims one elsewhere; every place must
+ *                  still go to exactly one cluster (verification passes).
+ */
+#define GEMMD_FAULT_PLACEMENT_SKEW 2u
 
 /*
  * gemmd_init_{bf16,fp16,fp32}: p[i] = dist(hash(seed, stream, i)), the

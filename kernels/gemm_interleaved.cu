@@ -498,14 +498,14 @@ __device__ __forceinline__ void il_gemm(const CUtensorMap *tma_a,
 #error "gemm_interleaved.cu: tile 128x128x64 or 128x256x64"
 #elif GEMMD_BN == 128
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, interleaved, GEMMD_DTYPE, tn, 128, 128, 64, 256,
-		  32768, 2, 7, 1, 0, 0, "direct", 0, sm_90a);
+		  32768, 2, 7, 1, 0, 0, 0, "direct", 0, sm_90a);
 static_assert(il_config<il_in_t, 128, 128, 64>::stage_bytes == 32768,
 	      "note smem_stage");
 static_assert(il_config<il_in_t, 128, 128, 64>::max_stages == 7,
 	      "note max_stages");
 #elif GEMMD_BN == 256
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, interleaved, GEMMD_DTYPE, tn, 128, 256, 64, 256,
-		  49152, 2, 4, 1, 0, 0, "direct", 0, sm_90a);
+		  49152, 2, 4, 1, 0, 0, 0, "direct", 0, sm_90a);
 static_assert(il_config<il_in_t, 128, 256, 64>::stage_bytes == 49152,
 	      "note smem_stage");
 static_assert(il_config<il_in_t, 128, 256, 64>::max_stages == 4,

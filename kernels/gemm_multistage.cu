@@ -295,7 +295,7 @@ static_assert(GEMMD_SMEM_FIXED + MS_MAX_STAGES * MS_STAGE_BYTES <=
 /* The arguments expand to literal tokens before the note pastes them. */
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, multistage, GEMMD_DTYPE, tn, GEMMD_BM, GEMMD_BN,
 		  GEMMD_BK, MS_THREADS, MS_STAGE_BYTES, MS_MIN_STAGES,
-		  MS_MAX_STAGES, 1, 0, 0, "direct", 0, sm_80);
+		  MS_MAX_STAGES, 1, 0, 0, 0, "direct", 0, sm_80);
 
 extern "C" __global__ void __launch_bounds__(MS_THREADS, GEMMD_MS_MIN_BLOCKS)
 	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,

@@ -251,7 +251,7 @@ static_assert((PL_STAGE_BYTES & (PL_STAGE_BYTES - 1)) == 0,
 /* The arguments expand to literal tokens before the note pastes them. */
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, pipelined, GEMMD_DTYPE, tn, GEMMD_BM, GEMMD_BN,
 		  GEMMD_BK, PL_THREADS, PL_STAGE_BYTES, PL_MIN_STAGES,
-		  PL_MAX_STAGES, 1, 0, 0, "direct", 0, sm_80);
+		  PL_MAX_STAGES, 1, 0, 0, 0, "direct", 0, sm_80);
 
 extern "C" __global__ void __launch_bounds__(PL_THREADS, GEMMD_PL_MIN_BLOCKS)
 	GEMMD_ENTRY(const __grid_constant__ CUtensorMap tma_a,

@@ -520,3 +520,14 @@ extern "C" __global__ void gemmd_compare_fp32(const struct gemm_cmp_args a)
 {
 	cmp_kernel<float>(a);
 }
+
+/*
+ * out[block] = the SM the block ran on.  Launched in clusters with one
+ * block per SM (its shared memory), it shows the worker which SMs share
+ * a GPC: a cluster never spans two (daemon/gpcmap.h).
+ */
+extern "C" __global__ void gemmd_probe_sm(uint32_t *out)
+{
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = sreg_smid();
+}

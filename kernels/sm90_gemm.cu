@@ -114,6 +114,12 @@ struct sm90_config {
 	 * the wider register split below.
 	 */
 	static constexpr bool wide_acc = mi * n_acc > 128;
+	/*
+	 * GPC placement (gemm_args.placement): ptxas spilled the claim in
+	 * the kernels whose consumers hold 192 accumulators, however it
+	 * was placed (session 17), so those are built without.
+	 */
+	static constexpr bool placement = persistent && !wide_acc;
 	static_assert(mi *n_acc <= (pingpong ? 192 : 128),
 		      "accumulators fit a consumer");
 	static_assert(BM % 64 == 0 && BN % 64 == 0, "64-wide MN chunks");
@@ -142,7 +148,7 @@ struct sm90_ctx {
 	uint32_t staging; /* after the ring: TMA epilogue buffers */
 	uint32_t stages, k_tiles;
 	uint32_t cta_x, cta_y, cx, cy;
-	uint32_t cluster, clusters; /* this CTA's cluster, clusters launched */
+	uint32_t cluster, clusters; /* this CTA's place, clusters launched */
 	bool early_release; /* GEMMD_FAULT_EARLY_RELEASE: tests only */
 	struct gemmd_sched sched;
 	/*
@@ -210,9 +216,28 @@ struct work_iter {
 	uint32_t u, pos;
 };
 
+/*
+ * The data-parallel walk starts from the cluster's place, in a word of
+ * shared memory: its launch index, or the one it claimed.  Kept there
+ * rather than in sm90_ctx, where ptxas would hold it in a register
+ * through the loops instead of reading blockIdx again (pingpong
+ * 128x192's 24-register producer spilled).
+ */
+__device__ __forceinline__ uint32_t place_word(const sm90_ctx &c)
+{
+	return c.full + 16 * GEMMD_MAX_STAGES + 32;
+}
+
+template <bool SK>
+__device__ __forceinline__ uint32_t place_of(const sm90_ctx &c)
+{
+	return SK ? c.cluster : ld_shared_u32(place_word(c));
+}
+
+template <bool SK>
 __device__ __forceinline__ work_iter work_start(const sm90_ctx &c)
 {
-	return { c.cluster, c.sk_begin };
+	return { place_of<SK>(c), c.sk_begin };
 }
 
 /*
@@ -248,6 +273,82 @@ __device__ __forceinline__ bool work_more(const sm90_ctx &c,
 					  const work_iter &it)
 {
 	return it.u < c.dp || (SK && it.pos < c.sk_end);
+}
+
+/* ---- placement (gemm_args.placement, gemm-abi.h) ------------------------- */
+
+/*
+ * A place for this cluster: the next of its own GPC group's, or, that
+ * group full, the next free one of the first group with one left.  Each
+ * counter value goes to one claim; with as many places as clusters no
+ * cluster can find every group full (the places would all be taken by
+ * the others, at most one each), so every place goes to one cluster.
+ */
+__device__ __forceinline__ uint32_t place_claim(gemm_places *pl)
+{
+	const uint32_t sm = sreg_smid();
+	const uint32_t own = sm < GEMMD_MAX_SMS ? pl->sm_group[sm] :
+						  GEMMD_NO_GROUP;
+	const uint32_t groups = pl->groups;
+	uint32_t pos;
+
+	if (own < groups) {
+		pos = atomicAdd(&pl->count[own], 1);
+		if (pos < pl->group_cap[own])
+			return pl->group_base[own] + pos;
+	}
+	for (uint32_t g = 0; g < groups && g < GEMMD_MAX_GROUPS; g++) {
+		if (g == own)
+			continue;
+		pos = atomicAdd(&pl->count[g], 1);
+		if (pos < pl->group_cap[g])
+			return pl->group_base[g] + pos;
+	}
+	__trap(); /* the caps do not add up to the clusters: a worker bug */
+	return 0;
+}
+
+/*
+ * The cluster's first CTA claims a place (a consumer thread: the
+ * producer's few registers spilled with the claim) and hands it to
+ * every CTA of the cluster, whose producer and consumers all walk the
+ * work from it (place_of()).  Every thread of the cluster calls this,
+ * after setmaxnreg.
+ */
+__device__ __forceinline__ void place_take(const sm90_ctx &c,
+					   const gemm_args &args)
+{
+	if (threadIdx.x == 128 && c.cta_x == 0 && c.cta_y == 0) {
+		const uint32_t v = place_claim(
+			reinterpret_cast<gemm_places *>(args.placement));
+
+		for (uint32_t r = 0; r < c.cx * c.cy; r++)
+			st_shared_cluster(place_word(c), r, v);
+	}
+	if (c.cx * c.cy > 1)
+		cluster_sync();
+	else
+		__syncthreads();
+}
+
+/*
+ * The counters start every launch at zero: the last cluster to count
+ * itself in, after its claim (ordered before by the barrier in
+ * place_take() and the fence), sets them back.  The next launch claims
+ * only once this grid has completed, its stores visible.
+ */
+__device__ __forceinline__ void place_release(const gemm_args &args,
+					      uint32_t clusters)
+{
+	gemm_places *const pl = reinterpret_cast<gemm_places *>(args.placement);
+
+	__threadfence();
+	if (atomicAdd(&pl->claimed, 1) != clusters - 1)
+		return;
+	__threadfence();
+	for (uint32_t g = 0; g < GEMMD_MAX_GROUPS; g++)
+		atomicExch(&pl->count[g], 0);
+	atomicExch(&pl->claimed, 0);
 }
 
 /* ---- producer ------------------------------------------------------------ */
@@ -361,10 +462,11 @@ __device__ __forceinline__ uint32_t multicast_masks(const sm90_ctx &c)
 }
 
 template <typename Cfg, bool SK>
-__device__ __forceinline__ void producer_prepare(const sm90_ctx &c,
-						 producer_first &f)
+__device__ __forceinline__ void
+producer_prepare(const sm90_ctx &c, producer_first &f, uint32_t place)
 {
-	work_iter it = work_start(c);
+	/* Before the CTA barrier the place word may not be written yet. */
+	work_iter it = { place, c.sk_begin };
 	work w;
 
 	f.masks = multicast_masks(c);
@@ -389,7 +491,7 @@ producer(const sm90_ctx &c, const producer_first &f, const CUtensorMap *tma_a,
 	 * are free (their waits would pass at once); cleared at the wrap.
 	 */
 	pipe_state p = { 0, early ? 1u | 2u : 1u };
-	work_iter it = work_start(c);
+	work_iter it = work_start<SK>(c);
 	work w;
 
 	tma_prefetch_desc(tma_a);
@@ -1236,7 +1338,7 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 	deferred_store<Cfg> ds = {};
 	descs<Cfg> d;
 	const store_deferred<Cfg> flush = { ds, c, tma_d, tid, wg, buf_seq };
-	work_iter it = work_start(c);
+	work_iter it = work_start<SK>(c);
 	work cur;
 
 	make_descs<Cfg>(c, wg * Cfg::wg_rows, d);
@@ -1361,7 +1463,7 @@ consumer_pingpong(const sm90_ctx &c, const gemm_args &args,
 	if (wg == 1)
 		pipe_skip(p, c.k_tiles, c.stages);
 #pragma unroll 1
-	for (uint32_t u = c.cluster + wg * c.clusters;
+	for (uint32_t u = place_of<false>(c) + wg * c.clusters;
 	     u < units_from_params<Cfg>(args); u += 2 * c.clusters) {
 		uint32_t tm, tn;
 		bool inside;
@@ -1424,7 +1526,7 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.full = base;
 	c.empty = base + 8 * GEMMD_MAX_STAGES;
 	c.order = base + 16 * GEMMD_MAX_STAGES;
-	c.ring = (base + 16 * GEMMD_MAX_STAGES + 32 + 1023) & ~1023u;
+	c.ring = (base + 16 * GEMMD_MAX_STAGES + 32 + 16 + 1023) & ~1023u;
 	c.stages = args.stages;
 	c.staging = c.ring + c.stages * Cfg::stage_bytes;
 	c.k_tiles = (args.k + Cfg::bk - 1) / Cfg::bk;
@@ -1433,10 +1535,10 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.cy = c.sched.cy;
 	c.cta_x = blockIdx.x % c.cx;
 	c.cta_y = blockIdx.y;
-	c.cluster = blockIdx.x / c.cx;
 	c.clusters = gridDim.x / c.cx;
 	c.early_release = args.fault & GEMMD_FAULT_EARLY_RELEASE;
 	c.dp = c.sched.units;
+	c.cluster = blockIdx.x / c.cx;
 	c.sk_iters = c.sk_begin = c.sk_end = 0;
 	if (SK) {
 		c.dp -= sk_units(c.sched.units, c.clusters);
@@ -1487,6 +1589,7 @@ launch_ok(const sm90_ctx &c, const gemm_args &args, const launch_regs &lr)
 		return false;
 	return c.stages >= 2 && c.stages <= Cfg::max_stages && c.k_tiles > 0 &&
 	       args.decomposition == decomp && (!SK || args.workspace) &&
+	       (SK || !args.placement || Cfg::placement) &&
 	       end <= smem_u32(smem) + lr.smem && c.cx == lr.ncx &&
 	       c.cy == lr.ncy && gridDim.y == c.cy &&
 	       (c.cx & (c.cx - 1)) == 0 && (c.cy & (c.cy - 1)) == 0 &&
@@ -1520,9 +1623,10 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 		for (uint32_t s = 0; s < 4; s++)
 			mbar_init(c.order + 8 * s, 1);
 		fence_mbarrier_init();
-	} else if (early_producer<Cfg>::on &&
+		st_shared_u32(place_word(c), c.cluster);
+	} else if (early_producer<Cfg>::on && (SK || !args.placement) &&
 		   threadIdx.x / 32 == early_producer<Cfg>::warp) {
-		producer_prepare<Cfg, SK>(c, pf);
+		producer_prepare<Cfg, SK>(c, pf, c.cluster);
 	}
 	/* Peers multicast into this CTA and arrive on it: all must see init. */
 	if (c.cx * c.cy > 1)
@@ -1541,15 +1645,30 @@ sm90_gemm(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	 */
 	griddep_launch_dependents();
 	griddep_wait();
+	/* Placement: not in the stream-K entries, which spilled with it. */
+	const bool placed = !SK && Cfg::placement && args.placement;
 
 	if (wg == 0) {
 		setmaxnreg_dec<regs<Cfg>::producer>();
+		if (placed) {
+			place_take(c, args);
+			if (early_producer<Cfg>::on &&
+			    threadIdx.x / 32 == early_producer<Cfg>::warp)
+				producer_prepare<Cfg, SK>(c, pf,
+							  place_of<SK>(c));
+		}
 		if (threadIdx.x / 32 == early_producer<Cfg>::warp &&
 		    elect_one())
 			producer<Cfg, SK>(c, pf, tma_a, tma_b);
+		/* Warp 3 is idle: off the producer's and consumers' paths. */
+		else if (placed && threadIdx.x == 96 && c.cta_x == 0 &&
+			 c.cta_y == 0)
+			place_release(args, c.clusters);
 		__syncwarp();
 	} else {
 		setmaxnreg_inc<regs<Cfg>::consumer>();
+		if (placed)
+			place_take(c, args);
 		if constexpr (Cfg::pingpong)
 			consumer_pingpong<T, Cfg, PACKED>(c, args, tma_d,
 							  wg - 1);
@@ -1605,6 +1724,16 @@ using gemmd_cfg =
 #define GEMMD_NOTE_MAX_STAGES \
 	GEMMD_CAT(GEMMD_NSTAGES_, GEMMD_TILE_KEY(GEMMD_BM, GEMMD_BN))
 #define GEMMD_NOTE_PERSISTENT GEMMD_CAT(GEMMD_PERSISTENT_, GEMMD_SCHED)
+/* Cfg::placement: the persistent kernels but pingpong 128x192. */
+#define GEMMD_PINGPONG_ws 0
+#define GEMMD_PINGPONG_cooperative 0
+#define GEMMD_PINGPONG_pingpong 1
+#if GEMMD_NOTE_PERSISTENT && \
+	!(GEMMD_CAT(GEMMD_PINGPONG_, GEMMD_SCHED) && GEMMD_BN == 192)
+#define GEMMD_NOTE_PLACEMENT 1
+#else
+#define GEMMD_NOTE_PLACEMENT 0
+#endif
 #define GEMMD_NOTE_EPILOGUE GEMMD_CAT(GEMMD_EPILOGUE_BYTES_, GEMMD_SCHED)
 
 static_assert(gemmd_cfg::stage_bytes == GEMMD_NOTE_STAGE, "note smem_stage");
@@ -1612,13 +1741,15 @@ static_assert(gemmd_cfg::max_stages == GEMMD_NOTE_MAX_STAGES,
 	      "note max_stages");
 static_assert(gemmd_cfg::persistent == GEMMD_NOTE_PERSISTENT,
 	      "note persistent");
+static_assert(gemmd_cfg::placement == GEMMD_NOTE_PLACEMENT, "note placement");
 static_assert(gemmd_cfg::epi_bytes == GEMMD_NOTE_EPILOGUE,
 	      "note smem_epilogue");
 
 GEMMD_KERNEL_NOTE(GEMMD_ENTRY, GEMMD_SCHED, GEMMD_DTYPE, GEMMD_LAYOUT, GEMMD_BM,
 		  GEMMD_BN, GEMMD_BK, 384, GEMMD_NOTE_STAGE, 2,
 		  GEMMD_NOTE_MAX_STAGES, 8, GEMMD_NOTE_PERSISTENT, 1,
-		  "direct,tma", GEMMD_NOTE_EPILOGUE, sm_90a);
+		  GEMMD_NOTE_PLACEMENT, "direct,tma", GEMMD_NOTE_EPILOGUE,
+		  sm_90a);
 
 /*
  * The entries (gemm-abi.h): <name> takes every epilogue and output type,

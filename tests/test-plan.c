@@ -27,7 +27,8 @@ static struct catalog *make_catalog(void)
 		"min_stages=2 max_stages=7 cluster=1x1",
 		"kernel=k_coop schedule=cooperative dtype=bf16 layout=tn "
 		"tile=128x256x64 threads=384 smem_fixed=2048 smem_stage=49152 "
-		"min_stages=2 max_stages=4 cluster=8 persistent=1 pdl=1 " V2,
+		"min_stages=2 max_stages=4 cluster=8 persistent=1 pdl=1 "
+		"placement=1 " V2,
 		"kernel=k_nt schedule=ws dtype=bf16 layout=nt tile=128x128x64 "
 		"threads=384 smem_fixed=2048 smem_stage=32768 min_stages=2 "
 		"max_stages=7 cluster=1 " V2,
@@ -696,6 +697,138 @@ static void test_decomposition(void)
 }
 
 /*
+ * GPC placement: the persistent schedules only (cooperative, pingpong),
+ * refused for every other one before a kernel is looked for, as stream-K
+ * is.  make_catalog() has no pingpong kernel: one is added here.
+ */
+static void test_placement(void)
+{
+	static const char *const others[] = { "ws", "interleaved", "multistage",
+					      "pipelined" };
+	static const char *const pingpong =
+		"kernel=k_pp schedule=pingpong dtype=bf16 layout=tn "
+		"tile=128x128x64 threads=384 smem_fixed=2048 "
+		"smem_stage=32768 min_stages=2 max_stages=7 cluster=2 "
+		"persistent=1 pdl=1 placement=1 " V2;
+	static const char *const pingpong_wide =
+		"kernel=k_pp192 schedule=pingpong dtype=bf16 layout=tn "
+		"tile=128x192x64 threads=384 smem_fixed=2048 "
+		"smem_stage=40960 min_stages=2 max_stages=5 cluster=8 "
+		"persistent=1 pdl=1 " V2;
+	struct catalog *c = make_catalog();
+	struct gemm_plan p, q;
+	struct gemmd_error err;
+	struct kernel_info k;
+	char body[256];
+	size_t i;
+
+	CHECK_EQ_INT(kernel_info_parse(pingpong, "gemm_pp.cubin", &k), 0);
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+
+	/* the default, and none asked for */
+	expect_plan(c, "{\"m\":4096,\"n\":4096,\"k\":128}", NULL, &p);
+	CHECK_EQ_INT(p.placement, GEMM_PLACEMENT_NONE);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+		    "\"placement\":\"none\"}}",
+		    NULL, &q);
+	CHECK_STREQ(q.kernel, "k_coop");
+	CHECK_EQ_INT(q.placement, GEMM_PLACEMENT_NONE);
+
+	/* cooperative takes gpc; nothing else of the plan changes */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+		    "\"placement\":\"gpc\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_coop");
+	CHECK_EQ_INT(p.placement, GEMM_PLACEMENT_GPC);
+	CHECK(p.persistent);
+	q.placement = GEMM_PLACEMENT_GPC;
+	CHECK(memcmp(&p, &q, sizeof(p)) == 0);
+	/* not with stream-K: its entries claim no place */
+	expect_422(c,
+		   "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		   "\"schedule\":\"cooperative\","
+		   "\"decomposition\":\"stream_k\","
+		   "\"placement\":\"gpc\"}}",
+		   NULL, "kernel.placement");
+
+	/* and so does pingpong */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"pingpong\",\"placement\":\"gpc\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_pp");
+	CHECK_EQ_INT(p.placement, GEMM_PLACEMENT_GPC);
+	CHECK_EQ_INT(p.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	CHECK(p.persistent);
+	/* but not a kernel built without it (pingpong 128x192's) */
+	CHECK_EQ_INT(kernel_info_parse(pingpong_wide, "gemm_pp2.cubin", &k), 0);
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"pingpong\",\"tile\":\"128x192x64\"}}",
+		    NULL, &p);
+	CHECK_STREQ(p.kernel, "k_pp192");
+	CHECK(plan(c,
+		   "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		   "\"schedule\":\"pingpong\",\"tile\":\"128x192x64\","
+		   "\"placement\":\"gpc\"}}",
+		   NULL, &p, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.field, "kernel.placement");
+	CHECK(strstr(err.message, "built with gpc placement") != NULL);
+
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+			 "\"schedule\":\"%s\",\"placement\":\"gpc\"}}",
+			 others[i]);
+		expect_422(c, body, NULL, "kernel.placement");
+		snprintf(body, sizeof(body),
+			 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+			 "\"schedule\":\"%s\",\"placement\":\"none\"}}",
+			 others[i]);
+		memset(&err, 0, sizeof(err));
+		/* whatever else the catalog says, not the placement */
+		if (plan(c, body, NULL, &p, &err) < 0)
+			CHECK(strcmp(err.field, "kernel.placement") != 0);
+	}
+	CHECK(plan(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"schedule\":\"interleaved\",\"placement\":\"gpc\"}}",
+		   NULL, &p, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "kernel.placement");
+	CHECK_STREQ(err.message, "gpc placement needs the cooperative or "
+				 "pingpong schedule, not interleaved");
+	/* ws is the default schedule */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"placement\":\"gpc\"}}",
+		   NULL, "kernel.placement");
+	/* both refused: the decomposition is checked first */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"schedule\":\"pingpong\","
+		   "\"decomposition\":\"stream_k\","
+		   "\"placement\":\"gpc\"}}",
+		   NULL, "kernel.decomposition");
+
+	/* the rule itself */
+	for (i = 0; i < _GEMM_SCHEDULE_MAX; i++) {
+		CHECK(gemm_schedule_has_placement(i, GEMM_PLACEMENT_NONE));
+		CHECK_EQ_INT(gemm_schedule_has_placement(i, GEMM_PLACEMENT_GPC),
+			     i == GEMM_SCHEDULE_COOPERATIVE ||
+				     i == GEMM_SCHEDULE_PINGPONG);
+	}
+	catalog_free(c);
+}
+
+/*
  * The entry the plan names for a cooperative job with these top-level and
  * kernel fields (each empty or ending in a comma).
  */
@@ -852,6 +985,41 @@ static void test_json_round_trip(void)
 	json_object_set_new(j, "decomposition", json_string("data_parallel"));
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	CHECK_EQ_INT(b.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	json_decref(j);
+
+	/* the placement goes to the worker and back */
+	j = plan_to_json(&b);
+	CHECK_STREQ(json_string_value(json_object_get(j, "placement")), "none");
+	json_decref(j);
+	CHECK_EQ_INT(plan(c,
+			  "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":"
+			  "{\"schedule\":\"cooperative\","
+			  "\"placement\":\"gpc\"}}",
+			  NULL, &a, &err),
+		     0);
+	j = plan_to_json(&a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "placement")), "gpc");
+	memset(&b, 0, sizeof(b));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.placement, GEMM_PLACEMENT_GPC);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	/* strict: a name not known, none at all, gpc not persistent */
+	json_object_set_new(j, "placement", json_string("sm"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "placement", json_string("GPC"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "placement", json_integer(1));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "placement", json_null());
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_del(j, "placement");
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "placement", json_string("gpc"));
+	json_object_set_new(j, "persistent", json_false());
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "placement", json_string("none"));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.placement, GEMM_PLACEMENT_NONE);
 	json_decref(j);
 	catalog_free(c);
 }
@@ -1115,6 +1283,7 @@ int main(void)
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_decomposition);
+	RUN_TEST(test_placement);
 	RUN_TEST(test_entry);
 	RUN_TEST(test_json_round_trip);
 	RUN_TEST(test_deadline);

@@ -52,6 +52,7 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.swizzle, 0);
 	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_AUTO);
 	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_NONE);
 	CHECK(fabs(s.alpha - 1.0) < 1e-15);
 	CHECK(fabs(s.beta) < 1e-15);
 	CHECK_EQ_INT(s.warmup, 10);
@@ -148,6 +149,10 @@ static void test_round_trip(void)
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
 		   "\"schedule\":\"cooperative\","
 		   "\"decomposition\":\"stream_k\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		   "\"schedule\":\"pingpong\",\"placement\":\"gpc\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		   "\"placement\":\"none\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
@@ -258,6 +263,7 @@ static void test_family(void)
 	CHECK(json_is_true(json_object_get(k, "pdl")));
 	CHECK_STREQ(json_string_value(json_object_get(k, "decomposition")),
 		    "data_parallel");
+	CHECK_STREQ(json_string_value(json_object_get(k, "placement")), "none");
 	json_decref(j);
 
 	/* the decompositions; which schedule takes which is the plan's */
@@ -297,6 +303,51 @@ static void test_family(void)
 				 "expected one of \"data_parallel\", "
 				 "\"stream_k\"");
 
+	/* the placements; which schedule takes which is the plan's too */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"schedule\":\"cooperative\","
+			   "\"placement\":\"gpc\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_GPC);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	j = spec_to_json(&s);
+	k = json_object_get(j, "kernel");
+	CHECK_STREQ(json_string_value(json_object_get(k, "placement")), "gpc");
+	json_decref(j);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"placement\":\"gpc\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_GPC);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"schedule\":\"cooperative\","
+			   "\"decomposition\":\"stream_k\","
+			   "\"placement\":\"gpc\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_STREAM_K);
+	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_GPC);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"placement\":\"none\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_NONE);
+	CHECK_STREQ(gemm_placement_to_string(GEMM_PLACEMENT_GPC), "gpc");
+	CHECK_STREQ(gemm_placement_to_string(GEMM_PLACEMENT_NONE), "none");
+	CHECK_EQ_INT(gemm_placement_from_string("none"), GEMM_PLACEMENT_NONE);
+	CHECK_EQ_INT(gemm_placement_from_string("gpc"), GEMM_PLACEMENT_GPC);
+	CHECK(gemm_placement_from_string("GPC") < 0);
+	CHECK(gemm_placement_from_string("auto") < 0);
+	CHECK(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		    "\"placement\":\"sm\"}}",
+		    &s, &err) < 0);
+	CHECK_EQ_INT(err.status, 400);
+	CHECK_STREQ(err.code, "invalid_value");
+	CHECK_STREQ(err.field, "kernel.placement");
+	CHECK_STREQ(err.message, "'kernel.placement' is \"sm\"; "
+				 "expected one of \"none\", \"gpc\"");
+
 	/* the defaults as the API shows them */
 	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8}", &s, &err), 0);
 	j = spec_to_json(&s);
@@ -311,6 +362,7 @@ static void test_family(void)
 	CHECK(json_is_false(json_object_get(k, "pdl")));
 	CHECK_STREQ(json_string_value(json_object_get(k, "decomposition")),
 		    "data_parallel");
+	CHECK_STREQ(json_string_value(json_object_get(k, "placement")), "none");
 	json_decref(j);
 }
 
@@ -357,6 +409,20 @@ static void test_family_errors(void)
 		     "kernel.decomposition");
 	expect_error(KERNEL("\"decomposition\":null"), "invalid_type",
 		     "kernel.decomposition");
+	expect_error(KERNEL("\"placement\":\"sm\""), "invalid_value",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":\"GPC\""), "invalid_value",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":\"\""), "invalid_value",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":1"), "invalid_type",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":true"), "invalid_type",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":null"), "invalid_type",
+		     "kernel.placement");
+	expect_error(KERNEL("\"placement\":[\"gpc\"]"), "invalid_type",
+		     "kernel.placement");
 	expect_error(JOB("\"alpha\":\"1\""), "invalid_type", "alpha");
 	expect_error(JOB("\"alpha\":null"), "invalid_type", "alpha");
 	expect_error(JOB("\"alpha\":1000000.5"), "out_of_range", "alpha");

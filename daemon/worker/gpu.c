@@ -501,6 +501,9 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 	if (!e)
 		e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u32",
 				 &g->f_fill32, err, errlen);
+	if (!e)
+		e = function_get(g, REFERENCE_CUBIN, "gemmd_probe_sm",
+				 &g->f_probe, err, errlen);
 	for (int i = 0; !e && i < _GEMM_DTYPE_MAX; i++) {
 		e = function_get(g, REFERENCE_CUBIN, init[i], &g->f_init[i],
 				 err, errlen);
@@ -512,6 +515,89 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 					 &g->f_cmp[i], err, errlen);
 	}
 	return e;
+}
+
+/*
+ * The GPC probe's cluster sizes: 16 where the GPU takes clusters that
+ * large (non-portable), and smaller ones, which also reach the SMs of a
+ * GPC that a larger cluster leaves over.
+ */
+static const unsigned int probe_sizes[] = { 16, 8, 6, 4, 2 };
+#define PROBE_CLUSTERS 64u
+
+/* One probe launch: every cluster's SMs join a group of g->gpcs. */
+static int probe_launch(struct gpu *g, CUdeviceptr out, uint32_t *sms,
+			unsigned int size, unsigned int smem, char *err,
+			size_t errlen)
+{
+	CUlaunchAttribute attr = {
+		.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+		.value.clusterDim = { size, 1, 1 },
+	};
+	CUlaunchConfig cfg = {
+		.gridDimX = size * PROBE_CLUSTERS,
+		.gridDimY = 1,
+		.gridDimZ = 1,
+		.blockDimX = 32,
+		.blockDimY = 1,
+		.blockDimZ = 1,
+		.sharedMemBytes = smem,
+		.attrs = &attr,
+		.numAttrs = 1,
+	};
+	void *params[] = { &out };
+	int e;
+
+	/* A size this GPU does not take is left out, not an error. */
+	if (driver.api.cuLaunchKernelEx(&cfg, g->f_probe, params, NULL) !=
+	    CUDA_SUCCESS)
+		return 0;
+	/* The default stream: the copy waits for the launch. */
+	e = CU_TRY(err, errlen, cuMemcpyDtoH, sms, out,
+		   size * PROBE_CLUSTERS * sizeof(*sms));
+	for (unsigned int c = 0; !e && c < PROBE_CLUSTERS; c++)
+		gpc_map_join(&g->gpcs, sms + c * size, size);
+	return e;
+}
+
+/*
+ * Which SMs share a GPC, for kernel.placement: clusters of each probe
+ * size, one block per SM (more than half its shared memory), the SMs
+ * of a cluster always in one GPC.  Where the GPU has no clusters the
+ * map stays empty, and a placed job claims its places in one group.
+ */
+static int probe_gpcs(struct gpu *g, int smem_optin, char *err, size_t errlen)
+{
+	const unsigned int smem = (unsigned int)smem_optin / 2 + 1024;
+	CUdeviceptr out = 0;
+	uint32_t *sms;
+	int e;
+
+	gpc_map_init(&g->gpcs);
+	if (g->cc_major < 9) {
+		gpc_map_finish(&g->gpcs);
+		return 0;
+	}
+	sms = calloc(16 * PROBE_CLUSTERS, sizeof(*sms));
+	if (!sms)
+		return -ENOMEM;
+	e = CU_TRY(err, errlen, cuFuncSetAttribute, g->f_probe,
+		   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+	if (!e)
+		e = CU_TRY(err, errlen, cuFuncSetAttribute, g->f_probe,
+			   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+			   1);
+	if (!e)
+		e = CU_TRY(err, errlen, cuMemAlloc, &out,
+			   16 * PROBE_CLUSTERS * sizeof(*sms));
+	for (size_t i = 0; !e && i < ARRAY_SIZE(probe_sizes); i++)
+		e = probe_launch(g, out, sms, probe_sizes[i], smem, err,
+				 errlen);
+	if (out)
+		driver.api.cuMemFree(out);
+	free(sms);
+	gpc_map_finish(&g->gpcs);
+	return e ? err_context(e, err, errlen, "GPC probe") : 0;
 }
 
 int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
@@ -569,6 +655,8 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	 * kernels under test are loaded as jobs name them.
 	 */
 	e = load_reference(g, err, errlen);
+	if (!e)
+		e = probe_gpcs(g, info.smem_optin, err, errlen);
 	if (!e)
 		e = CU_TRY(err, errlen, cuMemAlloc, &g->sums,
 			   _SLOT_MAX * sizeof(uint64_t));
@@ -795,29 +883,65 @@ static int run_validate_launch(struct run *r)
  * GEMMD_FAULT, read from the worker's environment for each job: the
  * fault-injection tests set it to run every launch of the kernel under
  * test with a deliberate pipeline bug (gemm_args.fault), to show that
- * verification catches it and the diagnosis points at it.  Unset or
- * empty: none, as always outside those tests.  A name not known fails
- * the job, so that a misspelt fault cannot pass for a test of nothing.
+ * verification catches it and the diagnosis points at it, or with a
+ * stress that must not change the result.  Unset or empty: none, as
+ * always outside those tests.  A name not known fails the job, so that
+ * a misspelt fault cannot pass for a test of nothing.
  */
+static const struct {
+	const char *name;
+	uint32_t bit;
+	const char *what;
+} faults[] = {
+	{ "early_release", GEMMD_FAULT_EARLY_RELEASE,
+	  "a deliberate pipeline bug" },
+	{ "placement_skew", GEMMD_FAULT_PLACEMENT_SKEW,
+	  "a GPC map that puts every SM in one group" },
+};
+
 static int run_fault(struct run *r)
 {
 	static bool told;
 	const char *f = getenv("GEMMD_FAULT");
+	size_t i;
 
 	r->fault = 0;
 	if (!f || !*f)
 		return 0;
-	if (strcmp(f, "early_release") != 0)
+	for (i = 0; i < ARRAY_SIZE(faults) && strcmp(f, faults[i].name); i++)
+		;
+	if (i == ARRAY_SIZE(faults))
 		return run_invalid(r,
 				   "GEMMD_FAULT=%s: no such fault (known: "
-				   "early_release)",
+				   "early_release, placement_skew)",
 				   f);
-	r->fault = GEMMD_FAULT_EARLY_RELEASE;
+	r->fault = faults[i].bit;
 	if (!told)
 		log_warning("GEMMD_FAULT=%s: every launch of a kernel under "
-			    "test carries a deliberate pipeline bug",
-			    f);
+			    "test carries %s",
+			    f, faults[i].what);
 	told = true;
+	return 0;
+}
+
+/*
+ * Placement needs a persistent kernel (the others never claim a place)
+ * and its data-parallel entry (the stream-K ones have none).
+ */
+static int run_validate_placement(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+
+	if (p->placement != GEMM_PLACEMENT_GPC)
+		return 0;
+	if (!p->persistent || p->decomposition != GEMM_DECOMP_DATA_PARALLEL)
+		return run_invalid(
+			r,
+			"placement %s: not with the %s schedule "
+			"or decomposition %s",
+			gemm_placement_to_string(p->placement),
+			gemm_schedule_to_string(r->spec->schedule),
+			gemm_decomposition_to_string(p->decomposition));
 	return 0;
 }
 
@@ -872,6 +996,8 @@ static int run_validate(struct run *r)
 		e = run_validate_launch(r);
 	if (!e)
 		e = run_validate_decomposition(r);
+	if (!e)
+		e = run_validate_placement(r);
 	return e;
 }
 
@@ -1119,6 +1245,30 @@ static int run_workspace(struct run *r)
 	return e ? run_context(r, e, "stream-K workspace") : 0;
 }
 
+/*
+ * Placement's tables and counters (gemm-abi.h), for the grid that
+ * run_grid() settled on: the counters start at zero, and every launch
+ * leaves them so.
+ */
+static int run_placement(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	struct gemm_places pl;
+	int e;
+
+	if (p->placement != GEMM_PLACEMENT_GPC)
+		return 0;
+	gpc_map_placement(&r->g->gpcs, r->grid[0] / p->cluster[0],
+			  p->cluster[0] * p->cluster[1], &pl);
+	/* Nearly every cluster then finds its group full (tests only). */
+	if (r->fault & GEMMD_FAULT_PLACEMENT_SKEW)
+		memset(pl.sm_group, 0, sizeof(pl.sm_group));
+	e = run_alloc(r, &r->placement, sizeof(pl));
+	if (!e)
+		e = CU(r, cuMemcpyHtoD, r->placement, &pl, sizeof(pl));
+	return e ? run_context(r, e, "placement tables") : 0;
+}
+
 /* struct gemm_args from the spec and the plan (kernels/gemm-abi.h). */
 static void run_args(struct run *r)
 {
@@ -1153,6 +1303,7 @@ static void run_args(struct run *r)
 				   GEMMD_DECOMP_STREAM_K :
 				   GEMMD_DECOMP_DATA_PARALLEL;
 	a->workspace = r->sk_ws;
+	a->placement = r->placement;
 }
 
 static int run_prepare(struct run *r)
@@ -1171,6 +1322,8 @@ static int run_prepare(struct run *r)
 		e = run_grid(r);
 	if (!e)
 		e = run_workspace(r);
+	if (!e)
+		e = run_placement(r);
 	if (!e)
 		run_args(r);
 	return e;
@@ -1223,8 +1376,8 @@ static void run_launch_report(const struct run *r, struct gemm_launch *l)
 static void run_free(struct run *r)
 {
 	/* Not a, b, c and ref: the cache keeps them for the next job. */
-	const CUdeviceptr bufs[] = { r->d, r->stats, r->flush, r->lt_ws,
-				     r->sk_ws };
+	const CUdeviceptr bufs[] = { r->d,     r->stats, r->flush,
+				     r->lt_ws, r->sk_ws, r->placement };
 
 	if (r->sticky)
 		goto host;

@@ -27,6 +27,7 @@
 #include "cuda-api.h"
 #include "gemm-abi.h"
 #include "gemm.h"
+#include "gpcmap.h"
 #include "nvml.h"
 #include "util.h"
 
@@ -90,6 +91,8 @@ struct gpu {
 	CUfunction f_cmp[_GEMM_DTYPE_MAX];
 	CUfunction f_fill16, f_fill32;
 	CUfunction f_sum;
+	CUfunction f_probe;
+	struct gpc_map gpcs; /* which SMs share a GPC: placement */
 	/* inputs kept between jobs, and room for their fingerprints */
 	struct gpu_cache cache;
 	CUdeviceptr sums; /* uint64_t[_SLOT_MAX] */
@@ -135,6 +138,7 @@ struct run {
 	 * the grid as launched), the run's; 0 for a data-parallel plan.
 	 */
 	CUdeviceptr sk_ws;
+	CUdeviceptr placement; /* struct gemm_places, or 0 */
 	bool cached[_SLOT_MAX]; /* taken from the cache, not made anew */
 	bool current; /* the context is current: driver calls may follow */
 	/* cuBLASLt: the baseline (output D) and the reference (output ref) */
