@@ -21,8 +21,9 @@ the last shapes search logged in docs/perf.md), without the search;
 --pdl launches ours with programmatic dependent launch (cuBLASLt is
 launched as it launches itself, without).
 clusters: per shape and dtype, BEST's configuration over every cluster
-shape its kernel takes and, where it has stream-K, with the other
-decomposition, each timed in the final rounds' way: the shapes search
+shape its kernel takes, where it has stream-K with the other
+decomposition, and where it takes it with kernel.placement "gpc" (its
+data-parallel form), each timed in the final rounds' way: the shapes search
 times jobs too short for the power cap to bind, and at the cap a
 cluster's multicast (fewer L2 bytes) can win where it lost unbound.
 The configurations take turns within a round, in an order rotated from
@@ -172,7 +173,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
            "verify": {"enabled": verify, "init": "normal"}}
     for key, v in (extra or {}).items():
         if key in ("stages", "cluster", "epilogue", "raster", "swizzle",
-                   "pdl", "decomposition"):
+                   "pdl", "decomposition", "placement"):
             job["kernel"][key] = v
         else:
             job[key] = v
@@ -197,10 +198,11 @@ def desc(kern, extra):
     order = ""
     if "raster" in extra:
         order = " %s/%d" % (extra["raster"], extra["swizzle"])
-    return "%s %s s%s c%dx%d %s%s%s%s" % (
+    return "%s %s s%s c%dx%d %s%s%s%s%s" % (
         kern["schedule"], tile_str(kern), extra.get("stages", "def"),
         c[0], c[1], extra.get("epilogue", "auto"), order,
         " sk" if extra.get("decomposition") == "stream_k" else "",
+        " gpc" if extra.get("placement") == "gpc" else "",
         " pdl" if extra.get("pdl") else "")
 
 
@@ -368,7 +370,8 @@ def final(url, args):
 
 def variants(kern, extra):
     """extra first, then on every other cluster shape the kernel takes,
-    then with the other decomposition where the kernel has stream-K."""
+    then with the other decomposition where the kernel has stream-K,
+    then placed by GPC where the kernel takes it (data-parallel only)."""
     out = [extra]
     for c in CLUSTERS:
         if c != extra.get("cluster", [1, 1]) and \
@@ -379,6 +382,9 @@ def variants(kern, extra):
         if extra.get("decomposition") != "stream_k":
             other.update(SK)
         out.append(other)
+    if kern.get("placement") and extra.get("placement") != "gpc":
+        placed = {x: v for x, v in extra.items() if x != "decomposition"}
+        out.append(dict(placed, placement="gpc"))
     return out
 
 
