@@ -218,10 +218,11 @@ struct work_iter {
 
 /*
  * The data-parallel walk starts from the cluster's place, in a word of
- * shared memory: its launch index, or the one it claimed.  Kept there
- * rather than in sm90_ctx, where ptxas would hold it in a register
- * through the loops instead of reading blockIdx again (pingpong
- * 128x192's 24-register producer spilled).
+ * shared memory: its launch index (thread 0 writes it before the CTA
+ * barrier), or the place the cluster claimed, which the claiming CTA
+ * writes into every CTA of the cluster (place_take()).  Each thread
+ * reads it once, where its walk starts, rather than every thread
+ * updating its sm90_ctx.
  */
 __device__ __forceinline__ uint32_t place_word(const sm90_ctx &c)
 {
