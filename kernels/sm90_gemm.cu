@@ -1527,7 +1527,8 @@ __device__ __forceinline__ void ctx_init(sm90_ctx &c, const gemm_args &args)
 	c.full = base;
 	c.empty = base + 8 * GEMMD_MAX_STAGES;
 	c.order = base + 16 * GEMMD_MAX_STAGES;
-	c.ring = (base + 16 * GEMMD_MAX_STAGES + 32 + 16 + 1023) & ~1023u;
+	/* After the place word; 1024-B aligned for the 128B swizzle. */
+	c.ring = (place_word(c) + 16 + 1023) & ~1023u;
 	c.stages = args.stages;
 	c.staging = c.ring + c.stages * Cfg::stage_bytes;
 	c.k_tiles = (args.k + Cfg::bk - 1) / Cfg::bk;
