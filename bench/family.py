@@ -13,11 +13,15 @@ design buys.
 shapes: per shape and dtype, a search over the family (schedule, tile,
 cluster, epilogue at the default stages), then over the winner's
 deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
-job, on the same inputs, the fastest of its top heuristics) in ROUNDS
-jobs, the first verified with normal inputs; the table gives the
+job, on the same inputs, the fastest of its top heuristics) in --rounds
+jobs (3 unless given), the first verified with normal inputs; the table gives the
 medians over the rounds and the range of the per-round ratios.
 final: the rounds alone, for the configurations in BEST (the winners of
-the last shapes search logged in docs/perf.md), without the search;
+the last shapes search logged in docs/perf.md), without the search,
+taken in passes over the rows: a row's rounds lie minutes apart, so a
+spell of fast or slow jobs at the power cap (either side's rate moves by
+up to 7 % from one job to the next) falls on many rows once rather than
+on one row in every round;
 --pdl launches ours with programmatic dependent launch (cuBLASLt is
 launched as it launches itself, without).
 clusters: per shape and dtype, BEST's configuration over every cluster
@@ -136,8 +140,9 @@ BEST = {
             {"stages": 9}),
     },
 }
-# The winner and cuBLAS are timed this many times, one job each, and the
-# medians compared: at the power cap one job's pair drifts by several %.
+# The winner and cuBLAS are timed this many times (--rounds), one job
+# each, and the medians compared: at the power cap one job's pair drifts
+# by several %.
 ROUNDS = 3
 
 
@@ -297,14 +302,17 @@ def lt_kernel(r):
                                a.get("cluster"), a.get("split_k"))
 
 
-def final_rounds(url, m, n, k, dtype, kern, extra):
-    extra = dict(extra, baseline="cublas")
-    rounds = []
-    for i in range(ROUNDS):
-        time.sleep(TIMING["cooldown_ms"] / 1000.0)
-        rounds.append(run(url, m, n, k, dtype, kern, extra,
-                          verify=i == 0, timing=FINAL))
-    return rounds
+def final_round(url, m, n, k, dtype, kern, extra, first):
+    """One final round of a configuration with cuBLASLt, after the pause;
+    the first round of a configuration is verified."""
+    time.sleep(TIMING["cooldown_ms"] / 1000.0)
+    return run(url, m, n, k, dtype, kern, dict(extra, baseline="cublas"),
+               verify=first, timing=FINAL)
+
+
+def final_rounds(url, m, n, k, dtype, kern, extra, count):
+    return [final_round(url, m, n, k, dtype, kern, extra, i == 0)
+            for i in range(count)]
 
 
 def print_table(table):
@@ -340,7 +348,7 @@ def best_of(allk, dtype, shape, pdl):
 
 def add_row(table, shape, dtype, kern, extra, rounds):
     """A configuration's merged rounds into the table, and its per-round
-    TFLOP/s on stderr as they come."""
+    TFLOP/s on stderr."""
     table.append((shape, dtype, desc(kern, extra),
                   dict(merge_rounds(rounds), lt_kernel=lt_kernel(rounds[0]))))
     print("  %s %s: %s %s" % (
@@ -361,10 +369,20 @@ def best_cells(url, args):
 
 
 def final(url, args):
+    cells = list(best_cells(url, args))
+    rounds = [[] for _ in cells]
+    for i in range(args.rounds):
+        for cell, r in zip(cells, rounds):
+            dtype, shape, m, n, k, kern, extra = cell
+            r.append(final_round(url, m, n, k, dtype, kern, extra, i == 0))
+            print("  pass %d: %s %s: %.1f / %.1f" % (
+                i + 1, shape, dtype, r[-1].get("tflops") or 0.0,
+                (r[-1].get("baseline") or {}).get("tflops") or 0.0),
+                file=sys.stderr, flush=True)
     table = []
-    for dtype, shape, m, n, k, kern, extra in best_cells(url, args):
-        rounds = final_rounds(url, m, n, k, dtype, kern, extra)
-        add_row(table, shape, dtype, kern, extra, rounds)
+    for cell, r in zip(cells, rounds):
+        dtype, shape, m, n, k, kern, extra = cell
+        add_row(table, shape, dtype, kern, extra, r)
     print_table(table)
 
 
@@ -388,17 +406,15 @@ def variants(kern, extra):
     return out
 
 
-def turns(url, m, n, k, dtype, kern, configs):
-    """ROUNDS final rounds of each configuration, with cuBLASLt; within
+def turns(url, m, n, k, dtype, kern, configs, count):
+    """count final rounds of each configuration, with cuBLASLt; within
     a round they take turns, in an order rotated from round to round."""
     rounds = [[] for _ in configs]
-    for i in range(ROUNDS):
+    for i in range(count):
         turn = i % len(configs)
         for j in list(range(turn, len(configs))) + list(range(turn)):
-            time.sleep(TIMING["cooldown_ms"] / 1000.0)
-            rounds[j].append(run(url, m, n, k, dtype, kern,
-                                 dict(configs[j], baseline="cublas"),
-                                 verify=i == 0, timing=FINAL))
+            rounds[j].append(final_round(url, m, n, k, dtype, kern,
+                                         configs[j], i == 0))
     return rounds
 
 
@@ -406,7 +422,7 @@ def clusters(url, args):
     table = []
     for dtype, shape, m, n, k, kern, extra in best_cells(url, args):
         configs = variants(kern, extra)
-        rounds = turns(url, m, n, k, dtype, kern, configs)
+        rounds = turns(url, m, n, k, dtype, kern, configs, args.rounds)
         for e, r in zip(configs, rounds):
             add_row(table, shape, dtype, kern, e, r)
     print_table(table)
@@ -450,7 +466,8 @@ def shapes(url, args):
                             best[2]["tflops"]:
                         best = (best[0], extra, r)
             kern = best[0]
-            rounds = final_rounds(url, m, n, k, dtype, kern, best[1])
+            rounds = final_rounds(url, m, n, k, dtype, kern, best[1],
+                                  args.rounds)
             add_row(table, shape, dtype, kern, best[1], rounds)
     print_table(table)
 
@@ -466,10 +483,15 @@ def main():
     p.add_argument("--order", default="separate",
                    choices=("separate", "interleaved"))
     p.add_argument("--cooldown-ms", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help="shapes, final, clusters: jobs per configuration "
+                   "with cuBLAS (default %d)" % ROUNDS)
     p.add_argument("--pdl", action="store_true",
                    help="final, clusters: launch ours with programmatic "
                    "dependent launch (kernel.pdl)")
     args = p.parse_args()
+    if args.rounds < 1:
+        p.error("--rounds: at least one job per configuration")
     # The jobs that time cuBLAS next to ours, in every timing mode: the
     # final rounds' pause between the two sides is this one too.
     for timing in (TIMING, SEARCH, FINAL):

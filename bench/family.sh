@@ -5,6 +5,8 @@
 #   bench/family.sh BUILD_DIR shapes [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR final [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR clusters [--shapes "..."] [--dtype bf16,fp16]
+# (shapes, final and clusters take --rounds N: jobs per configuration
+# with cuBLAS, 3 by default)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
