@@ -14,8 +14,8 @@ shapes: per shape and dtype, a search over the family (schedule, tile,
 cluster, epilogue at the default stages), then over the winner's
 deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
 job, on the same inputs, the fastest of its top heuristics) in --rounds
-jobs (3 unless given), the first verified with normal inputs; the table gives the
-medians over the rounds and the range of the per-round ratios.
+jobs (3 unless given), the first verified with normal inputs; the table
+gives the medians over the rounds and the range of the per-round ratios.
 final: the rounds alone, for the configurations in BEST (the winners of
 the last shapes search logged in docs/perf.md), without the search,
 taken in passes over the rows: a row's rounds lie minutes apart, so a
