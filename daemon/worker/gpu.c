@@ -518,6 +518,36 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 }
 
 /*
+ * A launch of grid blocks of block threads in clusters of cluster, with
+ * smem bytes of dynamic shared memory, on stream: a GEMM's and the GPC
+ * probe's.
+ */
+static void launch_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr,
+			  const unsigned int grid[3],
+			  const unsigned int block[3],
+			  const unsigned int cluster[3], unsigned int smem,
+			  CUstream stream)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr->value.clusterDim.x = cluster[0];
+	attr->value.clusterDim.y = cluster[1];
+	attr->value.clusterDim.z = cluster[2];
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->gridDimX = grid[0];
+	cfg->gridDimY = grid[1];
+	cfg->gridDimZ = grid[2];
+	cfg->blockDimX = block[0];
+	cfg->blockDimY = block[1];
+	cfg->blockDimZ = block[2];
+	cfg->sharedMemBytes = smem;
+	cfg->hStream = stream;
+	cfg->attrs = attr;
+	cfg->numAttrs = 1;
+}
+
+/*
  * The GPC probe's cluster sizes: 16 where the GPU takes clusters that
  * large (non-portable), and smaller ones, which also reach the SMs of a
  * GPC that a larger cluster leaves over.
@@ -530,29 +560,20 @@ static int probe_launch(struct gpu *g, CUdeviceptr out, uint32_t *sms,
 			unsigned int size, unsigned int smem, char *err,
 			size_t errlen)
 {
-	CUlaunchAttribute attr = {
-		.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-		.value.clusterDim = { size, 1, 1 },
-	};
-	CUlaunchConfig cfg = {
-		.gridDimX = size * PROBE_CLUSTERS,
-		.gridDimY = 1,
-		.gridDimZ = 1,
-		.blockDimX = 32,
-		.blockDimY = 1,
-		.blockDimZ = 1,
-		.sharedMemBytes = smem,
-		.attrs = &attr,
-		.numAttrs = 1,
-	};
+	const unsigned int grid[3] = { size * PROBE_CLUSTERS, 1, 1 };
+	const unsigned int block[3] = { 32, 1, 1 };
+	const unsigned int cluster[3] = { size, 1, 1 };
 	void *params[] = { &out };
+	CUlaunchAttribute attr;
+	CUlaunchConfig cfg;
 	int e;
 
+	/* The default stream: the copy below waits for the launch. */
+	launch_config(&cfg, &attr, grid, block, cluster, smem, NULL);
 	/* A size this GPU does not take is left out, not an error. */
 	if (driver.api.cuLaunchKernelEx(&cfg, g->f_probe, params, NULL) !=
 	    CUDA_SUCCESS)
 		return 0;
-	/* The default stream: the copy waits for the launch. */
 	e = CU_TRY(err, errlen, cuMemcpyDtoH, sms, out,
 		   size * PROBE_CLUSTERS * sizeof(*sms));
 	for (unsigned int c = 0; !e && c < PROBE_CLUSTERS; c++)
@@ -1166,23 +1187,8 @@ static void run_launch_config(struct run *r, const unsigned int grid[3],
 {
 	const struct gemm_plan *p = r->plan;
 
-	memset(attr, 0, sizeof(*attr));
-	attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	attr->value.clusterDim.x = p->cluster[0];
-	attr->value.clusterDim.y = p->cluster[1];
-	attr->value.clusterDim.z = p->cluster[2];
-
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->gridDimX = grid[0];
-	cfg->gridDimY = grid[1];
-	cfg->gridDimZ = grid[2];
-	cfg->blockDimX = p->block[0];
-	cfg->blockDimY = p->block[1];
-	cfg->blockDimZ = p->block[2];
-	cfg->sharedMemBytes = p->smem_bytes;
-	cfg->hStream = r->g->stream;
-	cfg->attrs = attr;
-	cfg->numAttrs = 1;
+	launch_config(cfg, attr, grid, p->block, p->cluster, p->smem_bytes,
+		      r->g->stream);
 }
 
 /*
