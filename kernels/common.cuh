@@ -450,6 +450,12 @@ GEMMD_DEV void named_bar_sync(uint32_t id, uint32_t count)
 	asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+/* Count this warp in at barrier id without waiting for the others. */
+GEMMD_DEV void named_bar_arrive(uint32_t id, uint32_t count)
+{
+	asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 /*
  * A flag in global memory that one CTA raises for another of the same
  * grid: the release orders the writes this thread has seen before it

@@ -1323,6 +1323,26 @@ sk_collect(const sm90_ctx &c, const gemm_args &args,
 	}
 }
 
+/*
+ * The last piece of a CTA: consumer 1 stops `lag` k-tiles short of the
+ * end until consumer 0 has issued all of its own, then does the rest
+ * with the tensor cores to itself while consumer 0 stores its rows.
+ * What D costs at the end of a launch is the bytes stored after the
+ * last wgmma, all CTAs at once (8 MB at 2048^3: 1.5 us of 29, where
+ * stores beside wgmmas cost about nothing; docs/perf.md, session 19,
+ * run 2); this way half of them go out beside wgmmas.  One consumer
+ * issuing alone keeps the tensor cores at their rate (session 16, runs
+ * 1-3).  Three k-tiles, 1536 cycles on 128x256: about what consumer 0's
+ * 32 KB take.  Consumer 1 holds `lag` full slots and the one before
+ * while consumer 0 needs the producer to have loaded all of its
+ * k-tiles, so lag < stages; and it keeps the first k-tile, which runs
+ * the hook, before the wait.  Not under stream-K, whose consumers meet
+ * at SK_BAR.  (Computed in the loop, not in a function: ptxas spilled
+ * the stream-K entry with one, though it folds to 0 there.)
+ */
+#define LAG_BAR 4
+#define LAG_MOST 3u
+
 /* ws and cooperative: both consumers on every tile, wg_rows rows each. */
 template <typename T, typename Cfg, bool SK, bool PACKED>
 __device__ __forceinline__ void
@@ -1346,9 +1366,28 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
 #pragma unroll 1
 	while (work_next<SK>(c, it, cur)) {
 		uint32_t tm, tn, row0, col0;
+		const uint32_t n = cur.ke - cur.kb;
+		const uint32_t lag =
+			!SK && !work_more<SK>(c, it) ?
+				min(min(LAG_MOST, c.stages - 1), n - 1) :
+				0;
 
-		mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush,
-				 cur.ke - cur.kb);
+		if (wg == 1 && lag) {
+			bool ready = false;
+
+			mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush,
+					 n - lag);
+			named_bar_sync(LAG_BAR, 256);
+#pragma unroll 1
+			for (uint32_t kt = lag; kt; kt--)
+				mainloop_step<T, Cfg, false>(
+					c, d, acc, p, prev, lane, warp0, ready);
+		} else {
+			mainloop<T, Cfg>(c, d, acc, p, prev, lane, warp0, flush,
+					 n);
+			if (lag)
+				named_bar_arrive(LAG_BAR, 256);
+		}
 		mainloop_tail<Cfg>(c, acc, prev, lane, warp0);
 		/* Where the tile goes, only now: fewer registers in the loop. */
 		if (!gemmd_sched_tile(c.sched, cur.u, c.cta_x, c.cta_y, tm, tn))
