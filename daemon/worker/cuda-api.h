@@ -76,3 +76,6 @@ int cuda_api_error(CUresult r, const char *call, char *err, size_t errlen);
 
 /* The context is unusable after r: the process must be restarted. */
 bool cuda_api_is_sticky(CUresult r);
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it. */
+void cuda_api_format_uuid(const CUuuid *u, char *buf, size_t len);

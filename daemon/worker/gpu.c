@@ -247,8 +247,7 @@ static int dev_attr(CUdevice dev, CUdevice_attribute a, int *v, char *err,
 	return CU_TRY(err, errlen, cuDeviceGetAttribute, v, a, dev);
 }
 
-/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it. */
-static void format_uuid(const CUuuid *u, char *buf, size_t len)
+void cuda_api_format_uuid(const CUuuid *u, char *buf, size_t len)
 {
 	const unsigned char *b = (const unsigned char *)u->bytes;
 
@@ -304,7 +303,7 @@ static int dev_info_get(CUdevice dev, struct dev_info *d, char *err,
 		e = dev_attr(dev, SMEM_OPTIN, &d->smem_optin, err, errlen);
 	if (e)
 		return e;
-	format_uuid(&uuid, d->uuid, sizeof(d->uuid));
+	cuda_api_format_uuid(&uuid, d->uuid, sizeof(d->uuid));
 	snprintf(d->cc, sizeof(d->cc), "%d.%d", d->major, d->minor);
 	snprintf(d->driver, sizeof(d->driver), "%d.%d", version / 1000,
 		 version % 1000 / 10);
