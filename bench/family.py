@@ -23,7 +23,11 @@ spell of fast or slow jobs at the power cap (either side's rate moves by
 up to 7 % from one job to the next) falls on many rows once rather than
 on one row in every round;
 --pdl launches ours with programmatic dependent launch (cuBLASLt is
-launched as it launches itself, without).
+launched as it launches itself, without).  With --ceiling PATH (which
+bench/family.sh passes where the build has bench/ceiling) the final
+table also gives each row's rate as a share of what the tensor cores
+sustain at the cap with nothing but wgmmas to run, measured by that
+program per dtype before the rounds.
 clusters: per shape and dtype, BEST's configuration over every cluster
 shape its kernel takes, where it has stream-K with the other
 decomposition, and where it takes it with kernel.placement "gpc" (its
@@ -47,6 +51,7 @@ per job; the final rounds at least 300 ms, so that the power field
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 import urllib.error
@@ -318,10 +323,19 @@ def final_rounds(url, m, n, k, dtype, kern, extra, count):
             for i in range(count)]
 
 
-def print_table(table):
-    print("%-17s %-5s %-46s %8s %8s %7s %13s %9s %6s %s" % (
+def ceiling_cell(r, dtype, ceil):
+    """Ours as a share of bench/ceiling's rate for the dtype, or '-'."""
+    c = (ceil or {}).get(dtype)
+    return "%.1f%%" % (100.0 * r["tflops"] / c) if c else "-"
+
+
+def print_table(table, ceil=None):
+    if ceil:
+        print("ceiling (bench/ceiling, wgmmas alone at the cap): %s" % ", ".join(
+            "%s %.1f TFLOP/s" % (d, t) for d, t in sorted(ceil.items())))
+    print("%-17s %-5s %-46s %8s %8s %7s %13s %9s %6s %7s %s" % (
         "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
-        "round ratios", "TF/W", "verify", "cuBLAS kernel"))
+        "round ratios", "TF/W", "verify", "of ceil", "cuBLAS kernel"))
     for shape, dtype, d, r in table:
         if not r or r["state"] != "done":
             print("%-17s %-5s %-46s %s" % (shape, dtype, d,
@@ -331,11 +345,26 @@ def print_table(table):
         lo, hi = r.get("spread", (0.0, 0.0))
         # Without a baseline round, merge_rounds() leaves ours alone.
         tfw = r.get("tfw_pair", (r.get("tfw"), None))
-        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %s" % (
-            shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
-            r["speedup"] or 0.0, lo, hi,
-            "/".join("%.2f" % x if x is not None else "-" for x in tfw),
-            "pass" if r["verify"] else "FAIL", r.get("lt_kernel", "-")))
+        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %7s %s"
+              % (shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
+                 r["speedup"] or 0.0, lo, hi,
+                 "/".join("%.2f" % x if x is not None else "-" for x in tfw),
+                 "pass" if r["verify"] else "FAIL",
+                 ceiling_cell(r, dtype, ceil), r.get("lt_kernel", "-")))
+
+
+def ceiling(path, dtypes, rest_ms):
+    """bench/ceiling's median TFLOP/s per dtype (3 rounds of 400 ms)."""
+    out = subprocess.run(
+        [path, "--dtype", dtypes, "--rounds", "3", "--rest-ms",
+         str(rest_ms)], check=True, capture_output=True, text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0] in dtypes.split(","):
+            got[cells[0]] = float(cells[1].split()[0])
+    print("  ceiling: %s" % got, file=sys.stderr, flush=True)
+    return got
 
 
 def best_of(allk, dtype, shape, pdl):
@@ -373,6 +402,8 @@ def best_cells(url, args):
 
 def final(url, args):
     cells = list(best_cells(url, args))
+    ceil = (ceiling(args.ceiling, args.dtype, args.cooldown_ms)
+            if args.ceiling else None)
     rounds = [[] for _ in cells]
     for i in range(args.rounds):
         for cell, r in zip(cells, rounds):
@@ -386,7 +417,7 @@ def final(url, args):
     for cell, r in zip(cells, rounds):
         dtype, shape, m, n, k, kern, extra = cell
         add_row(table, shape, dtype, kern, extra, r)
-    print_table(table)
+    print_table(table, ceil)
 
 
 def variants(kern, extra):
@@ -492,6 +523,9 @@ def main():
     p.add_argument("--pdl", action="store_true",
                    help="final, clusters: launch ours with programmatic "
                    "dependent launch (kernel.pdl)")
+    p.add_argument("--ceiling", default=None, metavar="PATH",
+                   help="final: bench/ceiling, whose rate per dtype the "
+                   "table gives each row a share of")
     args = p.parse_args()
     if args.rounds < 1:
         p.error("--rounds: at least one job per configuration")

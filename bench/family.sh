@@ -6,11 +6,17 @@
 #   bench/family.sh BUILD_DIR final [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR clusters [--shapes "..."] [--dtype bf16,fp16]
 # (shapes, final and clusters take --rounds N: jobs per configuration
-# with cuBLAS, 3 by default)
+# with cuBLAS, 3 by default; final gives each row's share of
+# bench/ceiling's rate where the build has it)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-start_bench_gemmd "$(cd "${1:?usage: family.sh BUILD_DIR design|shapes|final|clusters}" && pwd)"
+build=$(cd "${1:?usage: family.sh BUILD_DIR design|shapes|final|clusters}" && pwd)
+start_bench_gemmd "$build"
 shift
 curl -sf "$url/v1/devices" | python3 -c 'import json,sys; d=json.load(sys.stdin)["devices"]; print("device:", d[0]["name"] if d else "none")'
+# final: each row's share of what the tensor cores sustain alone.
+if [ -x "$build/bench/ceiling" ]; then
+	set -- "$@" --ceiling "$build/bench/ceiling"
+fi
 python3 "$here/family.py" "$url" "$@"
