@@ -6,8 +6,10 @@
  *   gpu-gemm [--kernel TEXT]       the test (exit 77 without an SM90 GPU)
  *   gpu-gemm --full [--kernel TEXT]
  *                                  the whole cross product (long: about
- *                                  3500 cases per kernel; TEXT narrows it
- *                                  to the kernels whose name holds TEXT)
+ *                                  3500 cases per kernel, and a walk over
+ *                                  many tiles for persistent ones; TEXT
+ *                                  narrows it to the kernels whose name
+ *                                  holds TEXT)
  *   gpu-gemm --bench M N K [DTYPE] TFLOP/s of every kernel and stage count
  *
  * Kernels come from the real catalog (catalog_load() on GEMMD_KERNEL_DIR),
@@ -30,7 +32,9 @@
  * class, epilogue, output type, order and shape), plus two within
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
- * 4000x4040x320, several tiles per CTA; cooperative kernels also run
+ * 4000x4040x320, several tiles per CTA (with --full, every stage class
+ * and cluster shape there at four depths of K: kernel_walk()); cooperative
+ * kernels also run
  * their stream-K cases (kernel_stream_k()), and the SM90
  * warp-specialized kernels two cases on their general entry
  * (kernel_general_entry()).  randint inputs make fp32
@@ -711,6 +715,41 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 	kernel_case(&c);
 }
 
+/*
+ * --full, persistent kernels: a CTA's walk over many tiles, where the
+ * ring wraps inside tiles and across them and each tile's end (the
+ * consumers' lag, the epilogue beside the next tile's first k-tile)
+ * meets the next tile's start.  Every stage class and cluster shape
+ * with K of one k-tile, two and a part, five, and seventeen (ragged), so
+ * that the k-tiles a tile takes fall on every residue of the ring's
+ * length; epilogue, output type, work order and C taken in turn.
+ */
+static const uint64_t walk_k[] = { 64, 136, 320, 1032 };
+
+static void kernel_walk(const struct kernel_info *k, const struct offer *o)
+{
+	const unsigned int per_k = _STAGES_CLASSES * o->n_clusters;
+	const unsigned int n = ARRAY_SIZE(walk_k) * per_k;
+	struct tcase c;
+
+	for (unsigned int i = 0; i < n; i++) {
+		memset(&c, 0, sizeof(c));
+		c.k = k;
+		c.shape = many_tiles;
+		c.shape.k = walk_k[i / per_k];
+		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
+		c.cx = o->clusters[i / _STAGES_CLASSES % o->n_clusters][0];
+		c.cy = o->clusters[i / _STAGES_CLASSES % o->n_clusters][1];
+		c.epilogue = o->epilogues[i % o->n_epilogues];
+		c.out = o->outs[(i + i / 2) % o->n_outs];
+		c.order = orders[(i + i / 4) % ARRAY_SIZE(orders)];
+		c.scaled = (i / 3) % 2;
+		c.init = GEMM_INIT_RANDINT;
+		c.mode = GEMM_TIMING_HOT;
+		kernel_case(&c);
+	}
+}
+
 /* Every combination, randint inputs: case i read as a mixed-radix number. */
 static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
@@ -778,6 +817,8 @@ static void run_matrix(bool full)
 			kernel_full(k, &o);
 		else
 			kernel_default(k, &o);
+		if (full && k->persistent)
+			kernel_walk(k, &o);
 		if (k->persistent)
 			kernel_many_tiles(k, &o);
 		if (k->pdl)
