@@ -855,15 +855,49 @@ static bool sample_ok(const struct gemm_verdict *v, uint64_t n, int64_t row,
 }
 
 /*
- * The negative case: a non-persistent kernel launched on half its grid.
- * With one-CTA clusters and work units in plain column order (along_m,
- * swizzle 1) over 2 x 8 tiles, the first half of the units is the left
- * half of D, so exactly half of D stays poisoned, the first element of
- * it at row 0, column 4 tiles in.
+ * Whether a CTA of k computes one tile and no more, so that half its
+ * grid leaves half of D unwritten.  Not ws: it walks work units as the
+ * persistent schedules do (id, id + G, ...), so half the grid still
+ * covers D, each CTA taking two tiles.
+ */
+static bool one_tile_per_cta(const struct kernel_info *k)
+{
+	return !k->persistent && k->schedule != GEMM_SCHEDULE_WS &&
+	       stages_of(k, STAGES_MIN, GEMM_EPILOGUE_DIRECT) &&
+	       (k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_DIRECT));
+}
+
+/*
+ * The kernel for the negative case: a selected one if it can serve,
+ * else any, since the case checks the check and not the kernel.
+ */
+static const struct kernel_info *negative_kernel(void)
+{
+	const struct kernel_info *any = NULL;
+
+	for (size_t i = 0; i < catalog_size(t.cat); i++) {
+		const struct kernel_info *x = catalog_get(t.cat, i);
+
+		if (!one_tile_per_cta(x))
+			continue;
+		if (kernel_selected(x))
+			return x;
+		if (!any)
+			any = x;
+	}
+	return any;
+}
+
+/*
+ * The negative case: a kernel of one tile per CTA launched on half its
+ * grid.  With one-CTA clusters and work units in plain column order
+ * (along_m, swizzle 1) over 2 x 8 tiles, the first half of the units is
+ * the left half of D, so exactly half of D stays poisoned, the first
+ * element of it at row 0, column 4 tiles in.
  */
 static void negative_case(void)
 {
-	const struct kernel_info *k = NULL;
+	const struct kernel_info *k = negative_kernel();
 	char json[1024], why[512] = "";
 	struct gemm_result res;
 	struct gemm_spec spec;
@@ -873,17 +907,9 @@ static void negative_case(void)
 	bool ok;
 	int e;
 
-	for (size_t i = 0; !k && i < catalog_size(t.cat); i++) {
-		const struct kernel_info *x = catalog_get(t.cat, i);
-
-		if (!x->persistent && kernel_selected(x) &&
-		    stages_of(x, STAGES_MIN, GEMM_EPILOGUE_DIRECT) &&
-		    (x->epilogues & KERNEL_BIT(GEMM_EPILOGUE_DIRECT)))
-			k = x;
-	}
 	if (!k) {
-		note("negative case skipped: no non-persistent kernel with "
-		     "the direct epilogue");
+		note("negative case skipped: no kernel of one tile per CTA "
+		     "with the direct epilogue");
 		return;
 	}
 	memset(&c, 0, sizeof(c));
