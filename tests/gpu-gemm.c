@@ -33,13 +33,12 @@
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
  * 4000x4040x320, several tiles per CTA (with --full, every stage class
- * and cluster shape there at four depths of K: kernel_walk()); cooperative
- * kernels also run
- * their stream-K cases (kernel_stream_k()), and the SM90
- * warp-specialized kernels two cases on their general entry
- * (kernel_general_entry()).  randint inputs make fp32
- * accumulation exact: the kernels must then match the reference rounded
- * to the output type bit for bit.  Every case must have zero mismatches,
+ * and cluster shape there at four depths of K: kernel_walk());
+ * cooperative kernels also run their stream-K cases (kernel_stream_k()),
+ * and the SM90 warp-specialized kernels two cases on their general entry
+ * (kernel_general_entry()).  randint inputs make fp32 accumulation
+ * exact: the kernels must then match the reference rounded to the output
+ * type bit for bit.  Every case must have zero mismatches,
  * NaN, Inf and unwritten elements.  One deliberately broken launch (half
  * the grid) must fail verification, to show that the check can fail.
  *
@@ -720,9 +719,10 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
  * ring wraps inside tiles and across them and each tile's end (the
  * consumers' lag, the epilogue beside the next tile's first k-tile)
  * meets the next tile's start.  Every stage class and cluster shape
- * with K of one k-tile, two and a part, five, and seventeen (ragged), so
- * that the k-tiles a tile takes fall on every residue of the ring's
- * length; epilogue, output type, work order and C taken in turn.
+ * with K of 1, 3, 5 and 17 k-tiles (the last k-tile of 3 and of 17
+ * partial): a CTA's successive tiles start on different slots of the
+ * ring wherever its length does not divide the count (a ring of 2 or 4
+ * always); epilogue, output type, work order and C taken in turn.
  */
 static const uint64_t walk_k[] = { 64, 136, 320, 1032 };
 
