@@ -32,10 +32,11 @@
  * class, epilogue, output type, order and shape), plus two within
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
- * 4000x4040x320, several tiles per CTA (with --full, every stage class
- * and cluster shape there at four depths of K: kernel_walk());
- * cooperative kernels also run their stream-K cases (kernel_stream_k()),
- * and the SM90 warp-specialized kernels two cases on their general entry
+ * 4000x4040x320, several tiles per CTA, and a walk over such tiles at
+ * four depths of K (kernel_walk(): four cases, or with --full every
+ * stage class and cluster shape at each); cooperative kernels also run
+ * their stream-K cases (kernel_stream_k()), and the SM90
+ * warp-specialized kernels two cases on their general entry
  * (kernel_general_entry()).  randint inputs make fp32 accumulation
  * exact: the kernels must then match the reference rounded to the output
  * type bit for bit.  Every case must have zero mismatches,
@@ -715,31 +716,35 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 }
 
 /*
- * --full, persistent kernels: a CTA's walk over many tiles, where the
- * ring wraps inside tiles and across them and each tile's end (the
- * consumers' lag, the epilogue beside the next tile's first k-tile)
- * meets the next tile's start.  Every stage class and cluster shape
- * with K of 1, 3, 5 and 17 k-tiles (the last k-tile of 3 and of 17
- * partial): a CTA's successive tiles start on different slots of the
- * ring wherever its length does not divide the count (a ring of 2 or 4
- * always); epilogue, output type, work order and C taken in turn.
+ * Persistent kernels: a CTA's walk over many tiles, where the ring wraps
+ * inside tiles and across them and each tile's end (the consumers' lag,
+ * the epilogue beside the next tile's first k-tile) meets the next
+ * tile's start.  K of 1, 3, 5 and 17 k-tiles (the last k-tile of 3 and
+ * of 17 partial): a CTA's successive tiles start on different slots of
+ * the ring wherever its length does not divide the count (a ring of 2
+ * or 4 always).  With --full every stage class and cluster shape at each
+ * depth, else one case a depth, the stage class and the cluster shape
+ * taken in turn; epilogue, output type, work order and C in turn too.
  */
 static const uint64_t walk_k[] = { 64, 136, 320, 1032 };
 
-static void kernel_walk(const struct kernel_info *k, const struct offer *o)
+static void kernel_walk(const struct kernel_info *k, const struct offer *o,
+			bool full)
 {
-	const unsigned int per_k = _STAGES_CLASSES * o->n_clusters;
+	const unsigned int per_k = full ? _STAGES_CLASSES * o->n_clusters : 1;
 	const unsigned int n = ARRAY_SIZE(walk_k) * per_k;
 	struct tcase c;
 
 	for (unsigned int i = 0; i < n; i++) {
+		const unsigned int cl = full ? i / _STAGES_CLASSES : i + 1;
+
 		memset(&c, 0, sizeof(c));
 		c.k = k;
 		c.shape = many_tiles;
 		c.shape.k = walk_k[i / per_k];
 		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
-		c.cx = o->clusters[i / _STAGES_CLASSES % o->n_clusters][0];
-		c.cy = o->clusters[i / _STAGES_CLASSES % o->n_clusters][1];
+		c.cx = o->clusters[cl % o->n_clusters][0];
+		c.cy = o->clusters[cl % o->n_clusters][1];
 		c.epilogue = o->epilogues[i % o->n_epilogues];
 		c.out = o->outs[(i + i / 2) % o->n_outs];
 		c.order = orders[(i + i / 4) % ARRAY_SIZE(orders)];
@@ -817,10 +822,10 @@ static void run_matrix(bool full)
 			kernel_full(k, &o);
 		else
 			kernel_default(k, &o);
-		if (full && k->persistent)
-			kernel_walk(k, &o);
-		if (k->persistent)
+		if (k->persistent) {
 			kernel_many_tiles(k, &o);
+			kernel_walk(k, &o, full);
+		}
 		if (k->pdl)
 			kernel_pdl(k, &o);
 		kernel_general_entry(k, &o);
