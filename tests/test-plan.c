@@ -82,6 +82,16 @@ static void expect_422(const struct catalog *c, const char *body,
 			err.message);
 }
 
+/* A 4096x4096x128 job of schedule sched with kernel.key = value. */
+static void field_job(char *body, size_t len, const char *sched,
+		      const char *key, const char *value)
+{
+	snprintf(body, len,
+		 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		 "\"schedule\":\"%s\",\"%s\":\"%s\"}}",
+		 sched, key, value);
+}
+
 /*
  * Schedule sched refuses kernel.key = bad with a 422 naming the field,
  * and kernel.key = good is not what it refuses (whatever else the
@@ -96,15 +106,9 @@ static void expect_field_refused(const struct catalog *c, const char *sched,
 	char body[256], field[64];
 
 	snprintf(field, sizeof(field), "kernel.%s", key);
-	snprintf(body, sizeof(body),
-		 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
-		 "\"schedule\":\"%s\",\"%s\":\"%s\"}}",
-		 sched, key, bad);
+	field_job(body, sizeof(body), sched, key, bad);
 	expect_422(c, body, NULL, field);
-	snprintf(body, sizeof(body),
-		 "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
-		 "\"schedule\":\"%s\",\"%s\":\"%s\"}}",
-		 sched, key, good);
+	field_job(body, sizeof(body), sched, key, good);
 	memset(&err, 0, sizeof(err));
 	if (plan(c, body, NULL, &p, &err) < 0)
 		CHECK(strcmp(err.field, field) != 0);
