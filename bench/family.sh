@@ -5,7 +5,9 @@
 #   bench/family.sh BUILD_DIR shapes [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR final [--shapes "..."] [--dtype bf16,fp16]
 #   bench/family.sh BUILD_DIR clusters [--shapes "..."] [--dtype bf16,fp16]
-# (shapes, final and clusters take --rounds N: jobs per configuration
+# (design: every schedule, tile, stage count and cluster shape, stream-K
+# and the other epilogue at each kernel's best, and cuBLASLt's rate;
+# shapes, final and clusters take --rounds N: jobs per configuration
 # with cuBLAS, 3 by default; final gives each row's share of
 # bench/ceiling's rate where the build has it)
 set -eu
