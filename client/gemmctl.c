@@ -176,14 +176,22 @@ static int match_global(struct ctl *ctl, int argc, char **argv, int *i)
 /*
  * Takes the global options out of argv wherever they stand, so that
  * "gemmctl status ID --json" works, and leaves the command and its
- * arguments in argv[0..*argc).  After "--" nothing is an option.
+ * arguments in argv[0..*argc).  After "--" nothing is an option: the "--"
+ * is passed on for the command's own parser to see, after the command
+ * when it came before it ("gemmctl -- status ID").
  */
 static int parse_globals(struct ctl *ctl, int *argc, char **argv)
 {
 	int i, n = 0, r;
+	char *dashes;
 
 	for (i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
+			dashes = argv[i++];
+			if (!n && i < *argc)
+				argv[n++] = argv[i++];
+			if (n)
+				argv[n++] = dashes;
 			while (i < *argc)
 				argv[n++] = argv[i++];
 			break;
@@ -522,10 +530,18 @@ static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
 
 static int parse_list(int argc, char **argv, const char **ret_state)
 {
+	bool opts = true;
 	int i, r;
 
 	for (i = 0; i < argc; i++) {
-		r = match_value("--state", argc, argv, &i, ret_state);
+		if (opts && !strcmp(argv[i], "--")) {
+			opts = false;
+			continue;
+		}
+		/* list takes no operands: after "--" any word is one too many */
+		r = 0;
+		if (opts)
+			r = match_value("--state", argc, argv, &i, ret_state);
 		if (r < 0)
 			return r;
 		if (!r)
