@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -90,9 +91,21 @@ static int report_curl(const struct ctl_http *h, CURLcode cc,
 	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
 
 	/* Not a switch: -Wswitch-enum wants all of libcurl's ~100 codes. */
-	if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) {
+	if (cc == CURLE_URL_MALFORMAT) {
 		fprintf(stderr, "gemmctl: invalid URL '%s': %s\n", h->url, why);
 		return -EINVAL;
+	}
+	/*
+	 * check_scheme() has ruled out a scheme we do not speak, so this is
+	 * what libcurl says of a reply that is not HTTP ("Received HTTP/0.9
+	 * when not allowed"): something else listens there.
+	 */
+	if (cc == CURLE_UNSUPPORTED_PROTOCOL ||
+	    cc == CURLE_WEIRD_SERVER_REPLY) {
+		fprintf(stderr,
+			"gemmctl: no HTTP answer from gemmd at %s: %s\n",
+			h->url, why);
+		return -EPROTO;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
 		fprintf(stderr,
@@ -102,6 +115,35 @@ static int report_curl(const struct ctl_http *h, CURLcode cc,
 	}
 	fprintf(stderr, "gemmctl: cannot reach gemmd at %s: %s\n", h->url, why);
 	return -ECONNREFUSED;
+}
+
+/*
+ * Refuses a URL whose scheme is not http or https before any request.
+ * libcurl would refuse it too, but with CURLE_UNSUPPORTED_PROTOCOL, the
+ * code it also gives for a reply that is not HTTP, which is another exit
+ * status.  The scheme is found as libcurl finds it: a letter, then
+ * letters, digits, '+', '-' or '.', then ":/".  A URL without one is left
+ * alone; libcurl takes it for http.
+ */
+static int check_scheme(const char *url)
+{
+	static const char scheme_chars[] = "abcdefghijklmnopqrstuvwxyz"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789+-.";
+	size_t n = 0;
+
+	if ((url[0] >= 'a' && url[0] <= 'z') ||
+	    (url[0] >= 'A' && url[0] <= 'Z'))
+		n = strspn(url, scheme_chars);
+	if (!n || url[n] != ':' || url[n + 1] != '/')
+		return 0;
+	if ((n == 4 && !strncasecmp(url, "http", n)) ||
+	    (n == 5 && !strncasecmp(url, "https", n)))
+		return 0;
+	fprintf(stderr,
+		"gemmctl: invalid URL '%s': the scheme must be http or https\n",
+		url);
+	return -EINVAL;
 }
 
 static int set_method(CURL *curl, const char *method, const char *body,
@@ -194,8 +236,12 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 	char *url = NULL;
 	CURL *curl;
 	CURLcode cc;
-	int r = -ENOMEM;
+	int r;
 
+	r = check_scheme(h->url);
+	if (r < 0)
+		return r;
+	r = -ENOMEM;
 	curl = curl_easy_init();
 	if (!curl)
 		goto out;

@@ -22,8 +22,9 @@ struct ctl_reply {
  * Sends method to url + path, with body when it is not NULL, and waits up to
  * timeout_s + extra_s for the whole reply.  A reply of any HTTP status is a
  * success.  On failure the reason has been printed and the return value is
- * -EINVAL (the URL is unusable), -ENOMEM, -EFBIG (reply too large) or another
- * negative errno meaning that gemmd could not be reached.
+ * -EINVAL (the URL is unusable: malformed, or not http or https), -ENOMEM,
+ * -EFBIG (reply too large) or another negative errno meaning that gemmd
+ * could not be reached or did not answer in HTTP.
  */
 int ctl_http_request(const struct ctl_http *h, const char *method,
 		     const char *path, const char *body, size_t len,
