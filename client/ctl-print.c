@@ -449,18 +449,54 @@ static void print_timing(const json_t *result)
 		field("TFLOP/s:", "%.1f", tflops);
 }
 
-static void print_first_mismatch(const json_t *first)
+/*
+ * A mismatch's value as text.  gemmd writes null for a value that is not
+ * finite; bad names it (see bad_got_name()).
+ */
+static const char *value_text(const json_t *e, const char *key, const char *bad,
+			      char *buf, size_t len)
 {
+	const json_t *v = json_object_get(e, key);
+
+	if (json_is_null(v))
+		return bad;
+	if (!json_is_number(v))
+		return "-";
+	snprintf(buf, len, "%g", json_number_value(v));
+	return buf;
+}
+
+/*
+ * What a null "got" stands for: NaN, Inf or an element never written
+ * (still the poison pattern).  The counts tell which only when one kind
+ * occurred at all.
+ */
+static const char *bad_got_name(json_int_t nans, json_int_t infs,
+				json_int_t unwritten)
+{
+	if (nans && !infs && !unwritten)
+		return "NaN";
+	if (!nans && infs && !unwritten)
+		return "Inf";
+	if (!nans && !infs && unwritten)
+		return "unwritten";
+	return "non-finite";
+}
+
+static void print_first_mismatch(const json_t *first, const char *bad_got)
+{
+	char got[32], want[32];
 	json_int_t row, col;
-	double got, want;
 	char *dump;
 
-	if (jint(first, "row", &row) && jint(first, "col", &col) &&
-	    jnum(first, "got", &got) && jnum(first, "want", &want)) {
+	if (jint(first, "row", &row) && jint(first, "col", &col)) {
 		field("",
 		      "first mismatch at [%" JSON_INTEGER_FORMAT
-		      ",%" JSON_INTEGER_FORMAT "]: got %g, want %g",
-		      row, col, got, want);
+		      ",%" JSON_INTEGER_FORMAT "]: got %s, want %s",
+		      row, col,
+		      value_text(first, "got", bad_got, got, sizeof(got)),
+		      value_text(first, "want", "non-finite", want,
+				 sizeof(want)));
 		return;
 	}
 	dump = json_dumps(first, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -470,9 +506,9 @@ static void print_first_mismatch(const json_t *first)
 }
 
 /* The mismatches after the first, as "[row,col] got/want" pairs. */
-static void print_mismatch_sample(const json_t *sample)
+static void print_mismatch_sample(const json_t *sample, const char *bad_got)
 {
-	char line[512];
+	char line[512], got[32], want[32];
 	size_t i, used = 0;
 	const json_t *e;
 	int n;
@@ -480,15 +516,16 @@ static void print_mismatch_sample(const json_t *sample)
 	line[0] = '\0';
 	json_array_foreach(sample, i, e) {
 		json_int_t row, col;
-		double got, want;
 
-		if (i == 0 || !jint(e, "row", &row) || !jint(e, "col", &col) ||
-		    !jnum(e, "got", &got) || !jnum(e, "want", &want))
+		if (i == 0 || !jint(e, "row", &row) || !jint(e, "col", &col))
 			continue;
 		n = snprintf(line + used, sizeof(line) - used,
 			     "%s[%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT
-			     "] %g/%g",
-			     used ? ", " : "", row, col, got, want);
+			     "] %s/%s",
+			     used ? ", " : "", row, col,
+			     value_text(e, "got", bad_got, got, sizeof(got)),
+			     value_text(e, "want", "non-finite", want,
+					sizeof(want)));
 		if (n < 0 || (size_t)n >= sizeof(line) - used)
 			break;
 		used += n;
@@ -504,6 +541,7 @@ static void print_verify(const json_t *job)
 	const char *text = verdict(job);
 	double abs_err = 0, rel_err = 0, atol = 0, rtol = 0;
 	json_int_t bad = 0, nans = 0, infs = 0, unwritten = 0;
+	const char *bad_got;
 	const json_t *first;
 
 	if (strcmp(text, "PASSED") && strcmp(text, "FAILED")) {
@@ -528,10 +566,11 @@ static void print_verify(const json_t *job)
 		      "%" JSON_INTEGER_FORMAT " NaN, %" JSON_INTEGER_FORMAT
 		      " Inf, %" JSON_INTEGER_FORMAT " never written",
 		      nans, infs, unwritten);
+	bad_got = bad_got_name(nans, infs, unwritten);
 	first = json_object_get(v, "first_mismatch");
 	if (first && !json_is_null(first))
-		print_first_mismatch(first);
-	print_mismatch_sample(json_object_get(v, "mismatches_sample"));
+		print_first_mismatch(first, bad_got);
+	print_mismatch_sample(json_object_get(v, "mismatches_sample"), bad_got);
 }
 
 /* Whether the job made its inputs and reference or found them kept. */
