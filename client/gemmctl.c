@@ -419,8 +419,25 @@ fail:
 }
 
 /*
+ * Whether a parse error is better left to gemmd: the text is JSON, but
+ * has a number too large for jansson or a NUL in a key, which gemmd
+ * answers with a code of its own (numeric_overflow, null_byte) rather
+ * than a typo's line and column.
+ */
+static bool left_to_gemmd(const json_error_t *err)
+{
+	enum json_error_code c = json_error_code(err);
+
+	return c == json_error_numeric_overflow ||
+	       c == json_error_null_byte_in_key;
+}
+
+/*
  * Reads the job file and checks that it is JSON, so that a typo is
  * reported with its line and column; gemmd gets the bytes unchanged.
+ * The check is JSON's grammar only: whatever else gemmd refuses (a
+ * scalar at the top, a NUL in a string, a number out of range) it
+ * refuses with a code and message of its own.
  */
 static int read_job(const char *file, char **ret, size_t *ret_len)
 {
@@ -446,8 +463,8 @@ static int read_job(const char *file, char **ret, size_t *ret_len)
 			r == -EFBIG ? "job file too large" : strerror(-r));
 		return r;
 	}
-	root = json_loadb(buf, len, 0, &err);
-	if (!root) {
+	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	if (!root && !left_to_gemmd(&err)) {
 		fprintf(stderr, "gemmctl: %s:%d:%d: %s\n", name, err.line,
 			err.column, err.text);
 		free(buf);
