@@ -285,15 +285,73 @@ static void report_error(const struct ctl *ctl, const char *method,
 }
 
 /*
- * One API call.  On a 2xx reply, *ret_root holds the parsed body (NULL when
- * it is empty), and with --json it has been printed.  Returns an exit
- * status; anything that went wrong has been reported.
+ * What a 2xx reply must hold: an object with member key of the given
+ * type.  Anything else, an empty body included, would print as an empty
+ * list or nothing at all and pass for success.
+ */
+struct shape {
+	const char *what; /* for the message: "reply is not <what>" */
+	const char *key;
+	json_type type;
+	bool empty_ok; /* an empty 202 or 204 will do (cancel) */
+};
+
+static const struct shape job_shape = {
+	.what = "a job",
+	.key = "id",
+	.type = JSON_STRING,
+};
+
+static bool has_shape(const json_t *root, const struct shape *want)
+{
+	const json_t *v = json_object_get(root, want->key);
+
+	return v && json_typeof(v) == want->type;
+}
+
+/* Whether a 2xx reply is what the command expects; reported if not. */
+static bool check_reply(const struct ctl *ctl, const char *method,
+			const char *path, const struct ctl_reply *reply,
+			const struct shape *want, json_t **ret_root)
+{
+	json_error_t err;
+	json_t *root;
+
+	if (!reply->len && want->empty_ok &&
+	    (reply->status == 202 || reply->status == 204))
+		return true;
+	if (!reply->len) {
+		fprintf(stderr, "gemmctl: %s %s%s: empty reply (HTTP %ld)\n",
+			method, ctl->http.url, path, reply->status);
+		return false;
+	}
+	root = json_loadb(reply->body, reply->len, 0, &err);
+	if (!root) {
+		fprintf(stderr, "gemmctl: %s %s%s: reply is not JSON: %s\n",
+			method, ctl->http.url, path, err.text);
+		return false;
+	}
+	if (!has_shape(root, want)) {
+		fprintf(stderr, "gemmctl: %s %s%s: reply is not %s\n", method,
+			ctl->http.url, path, want->what);
+		json_decref(root);
+		return false;
+	}
+	*ret_root = root;
+	return true;
+}
+
+/*
+ * One API call.  On a 2xx reply of the shape wanted, *ret_root holds the
+ * parsed body (NULL for an empty one that want allows), and with --json
+ * it has been printed.  Returns an exit status; anything that went wrong
+ * has been reported.
  */
 static int call(struct ctl *ctl, const char *method, const char *path,
-		const char *body, size_t len, long extra_s, json_t **ret_root)
+		const char *body, size_t len, long extra_s,
+		const struct shape *want, json_t **ret_root)
 {
 	struct ctl_reply reply = {};
-	json_error_t err;
 	json_t *root = NULL;
 	int r;
 
@@ -306,17 +364,10 @@ static int call(struct ctl *ctl, const char *method, const char *path,
 		report_error(ctl, method, path, &reply);
 		goto out;
 	}
-	if (reply.len) {
-		root = json_loadb(reply.body, reply.len, 0, &err);
-		if (!root) {
-			fprintf(stderr,
-				"gemmctl: %s %s%s: reply is not JSON: %s\n",
-				method, ctl->http.url, path, err.text);
-			goto out;
-		}
-		if (ctl->json)
-			ctl_print_json_text(stdout, reply.body, reply.len);
-	}
+	if (!check_reply(ctl, method, path, &reply, want, &root))
+		goto out;
+	if (root && ctl->json)
+		ctl_print_json_text(stdout, reply.body, reply.len);
 	*ret_root = root;
 	r = CTL_EXIT_OK;
 out:
@@ -495,7 +546,8 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 	else
 		snprintf(path, sizeof(path), "/v1/jobs");
 
-	r = call(ctl, "POST", path, buf, len, MAX(wait_s, 0L), &job);
+	r = call(ctl, "POST", path, buf, len, MAX(wait_s, 0L), &job_shape,
+		 &job);
 	if (r == CTL_EXIT_OK && !ctl->json)
 		ctl_print_job(job);
 	if (r == CTL_EXIT_OK && wait_s >= 0 && !ctl_job_succeeded(job))
@@ -508,7 +560,7 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 /* --- status, cancel, list ------------------------------------------------- */
 
 static int job_call(struct ctl *ctl, const char *cmd, const char *method,
-		    int argc, char **argv)
+		    const struct shape *want, int argc, char **argv)
 {
 	const char *id;
 	json_t *job = NULL;
@@ -524,8 +576,8 @@ static int job_call(struct ctl *ctl, const char *cmd, const char *method,
 	path = escaped_path("/v1/jobs/", id);
 	if (!path)
 		return oom();
-	r = call(ctl, method, path, NULL, 0, 0, &job);
-	/* A cancel may be answered with an empty 202/204. */
+	r = call(ctl, method, path, NULL, 0, 0, want, &job);
+	/* Only a cancel may be answered with an empty 202/204. */
 	if (r == CTL_EXIT_OK && !ctl->json && !job)
 		printf("%s: %s requested\n", id, cmd);
 	else if (r == CTL_EXIT_OK && !ctl->json)
@@ -537,12 +589,19 @@ static int job_call(struct ctl *ctl, const char *cmd, const char *method,
 
 static int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
-	return job_call(ctl, "status", "GET", argc, argv);
+	return job_call(ctl, "status", "GET", &job_shape, argc, argv);
 }
 
 static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
 {
-	return job_call(ctl, "cancel", "DELETE", argc, argv);
+	static const struct shape cancelled = {
+		.what = "a job",
+		.key = "id",
+		.type = JSON_STRING,
+		.empty_ok = true,
+	};
+
+	return job_call(ctl, "cancel", "DELETE", &cancelled, argc, argv);
 }
 
 static int parse_list(int argc, char **argv, const char **ret_state)
@@ -570,6 +629,7 @@ static int parse_list(int argc, char **argv, const char **ret_state)
 
 static int cmd_list(struct ctl *ctl, int argc, char **argv)
 {
+	static const struct shape jobs = { "a job list", "jobs", JSON_ARRAY };
 	const char *state = NULL;
 	json_t *root = NULL;
 	char *path;
@@ -581,7 +641,7 @@ static int cmd_list(struct ctl *ctl, int argc, char **argv)
 		       strdup("/v1/jobs");
 	if (!path)
 		return oom();
-	r = call(ctl, "GET", path, NULL, 0, 0, &root);
+	r = call(ctl, "GET", path, NULL, 0, 0, &jobs, &root);
 	if (r == CTL_EXIT_OK && !ctl->json)
 		r = show(ctl_print_jobs(json_object_get(root, "jobs")));
 	json_decref(root);
@@ -590,6 +650,14 @@ static int cmd_list(struct ctl *ctl, int argc, char **argv)
 }
 
 /* --- kernels, devices, health --------------------------------------------- */
+
+/* A command without arguments: one GET, its reply shown by show. */
+struct view {
+	const char *cmd;
+	const char *path;
+	struct shape shape;
+	int (*show)(json_t *root);
+};
 
 static int show_kernels(json_t *root)
 {
@@ -607,36 +675,55 @@ static int show_health(json_t *root)
 	return 0;
 }
 
-static int get_and_show(struct ctl *ctl, const char *cmd, int argc, char **argv,
-			const char *path, int (*show_fn)(json_t *))
+static int get_and_show(struct ctl *ctl, const struct view *view, int argc,
+			char **argv)
 {
 	json_t *root = NULL;
 	int r;
 
-	if (operands(cmd, NULL, argc, argv, 0, NULL) < 0)
+	if (operands(view->cmd, NULL, argc, argv, 0, NULL) < 0)
 		return CTL_EXIT_USAGE;
-	r = call(ctl, "GET", path, NULL, 0, 0, &root);
+	r = call(ctl, "GET", view->path, NULL, 0, 0, &view->shape, &root);
 	if (r == CTL_EXIT_OK && !ctl->json)
-		r = show(show_fn(root));
+		r = show(view->show(root));
 	json_decref(root);
 	return r;
 }
 
 static int cmd_kernels(struct ctl *ctl, int argc, char **argv)
 {
-	return get_and_show(ctl, "kernels", argc, argv, "/v1/kernels",
-			    show_kernels);
+	static const struct view view = {
+		.cmd = "kernels",
+		.path = "/v1/kernels",
+		.shape = { "a kernel list", "kernels", JSON_ARRAY },
+		.show = show_kernels,
+	};
+
+	return get_and_show(ctl, &view, argc, argv);
 }
 
 static int cmd_devices(struct ctl *ctl, int argc, char **argv)
 {
-	return get_and_show(ctl, "devices", argc, argv, "/v1/devices",
-			    show_devices);
+	static const struct view view = {
+		.cmd = "devices",
+		.path = "/v1/devices",
+		.shape = { "a device list", "devices", JSON_ARRAY },
+		.show = show_devices,
+	};
+
+	return get_and_show(ctl, &view, argc, argv);
 }
 
 static int cmd_health(struct ctl *ctl, int argc, char **argv)
 {
-	return get_and_show(ctl, "health", argc, argv, "/healthz", show_health);
+	static const struct view view = {
+		.cmd = "health",
+		.path = "/healthz",
+		.shape = { "a health report", "status", JSON_STRING },
+		.show = show_health,
+	};
+
+	return get_and_show(ctl, &view, argc, argv);
 }
 
 static int cmd_help(struct ctl *ctl, int argc, char **argv)
