@@ -21,6 +21,7 @@
 #include "util.h"
 
 #define CELL_MAX 96
+#define ESCAPE_MAX 9 /* the longest escape, "\xc2\x9b", and its NUL */
 
 /* --- JSON text ------------------------------------------------------------ */
 
@@ -102,6 +103,86 @@ void ctl_print_json_text(FILE *f, const char *s, size_t len)
 		}
 	}
 	fputc('\n', f);
+}
+
+/* --- text from gemmd ------------------------------------------------------ */
+
+/*
+ * The escape for the character at s, or NULL when it prints as it is;
+ * *len is how many bytes of s it stands for.  Text from gemmd (a label,
+ * a reason, a message) must not add lines to the output or drive the
+ * terminal, so the C0 controls and DEL, and the C1 controls as UTF-8
+ * (U+0080..U+009F; terminals take 0x9b for CSI), are escaped: "\n" for
+ * a newline, "\xNN" for each byte of the others.
+ */
+static const char *escape_at(const char *s, char buf[ESCAPE_MAX], size_t *len)
+{
+	unsigned char c = s[0], d = s[1];
+
+	*len = 1;
+	if (c == '\n')
+		return "\\n";
+	if (c < 0x20 || c == 0x7f) {
+		snprintf(buf, ESCAPE_MAX, "\\x%02x", c);
+		return buf;
+	}
+	if (c == 0xc2 && d >= 0x80 && d <= 0x9f) {
+		*len = 2;
+		snprintf(buf, ESCAPE_MAX, "\\x%02x\\x%02x", c, d);
+		return buf;
+	}
+	return NULL;
+}
+
+size_t ctl_escape(char *dst, size_t size, const char *src)
+{
+	size_t used = 0, out = 0, n, skip;
+	bool cut = false;
+	char buf[ESCAPE_MAX];
+	const char *e;
+
+	for (; *src; src += skip) {
+		e = escape_at(src, buf, &skip);
+		n = e ? strlen(e) : 1;
+		cut = cut || used + n >= size;
+		if (!cut) {
+			memcpy(dst + used, e ?: src, n);
+			out = used + n;
+		}
+		used += n;
+	}
+	if (size)
+		dst[out] = '\0';
+	return used;
+}
+
+static void vprint_text(FILE *f, const char *fmt, va_list ap)
+{
+	const char *s, *e;
+	char *text, buf[ESCAPE_MAX];
+	size_t skip;
+
+	if (vasprintf(&text, fmt, ap) < 0) {
+		fputs("(out of memory)", f);
+		return;
+	}
+	for (s = text; *s; s += skip) {
+		e = escape_at(s, buf, &skip);
+		if (e)
+			fputs(e, f);
+		else
+			fputc(*s, f);
+	}
+	free(text);
+}
+
+void ctl_print_text(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprint_text(f, fmt, ap);
+	va_end(ap);
 }
 
 /* --- reading members ------------------------------------------------------ */
@@ -214,11 +295,13 @@ static int table_add_row(struct table *t)
 static _printf_(4, 5) void table_set(struct table *t, size_t row, size_t col,
 				     const char *fmt, ...)
 {
+	char text[CELL_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(cell(t, row, col), CELL_MAX, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	ctl_escape(cell(t, row, col), CELL_MAX, text);
 }
 
 static void table_print_row(const struct table *t, const size_t *width,
@@ -305,7 +388,7 @@ static _printf_(2, 3) void field(const char *label, const char *fmt, ...)
 
 	printf("%-10s", label);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vprint_text(stdout, fmt, ap);
 	va_end(ap);
 	putchar('\n');
 }
@@ -844,17 +927,18 @@ static void print_value(const char *label, json_t *value)
 	char *dump;
 
 	if (json_is_string(value)) {
-		printf("%s: %s\n", label, json_string_value(value));
-		return;
+		ctl_print_text(stdout, "%s: %s", label,
+			       json_string_value(value));
+	} else if (json_is_object(first) || json_is_array(first)) {
+		ctl_print_text(stdout, "%s: %zu", label,
+			       json_array_size(value));
+	} else {
+		dump = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY |
+						 JSON_REAL_PRECISION(10));
+		ctl_print_text(stdout, "%s: %s", label, dump ?: "?");
+		free(dump);
 	}
-	if (json_is_object(first) || json_is_array(first)) {
-		printf("%s: %zu\n", label, json_array_size(value));
-		return;
-	}
-	dump = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY |
-					 JSON_REAL_PRECISION(10));
-	printf("%s: %s\n", label, dump ?: "?");
-	free(dump);
+	putchar('\n');
 }
 
 static void print_flat(json_t *obj, const char *prefix)

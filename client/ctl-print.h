@@ -11,11 +11,27 @@
 
 #include <jansson.h>
 
+#include "util.h"
+
 /*
  * Prints valid JSON text with an indent of 2, keeping every token (number
  * spelling, key order, escapes) exactly as the daemon sent it.
  */
 void ctl_print_json_text(FILE *f, const char *text, size_t len);
+
+/*
+ * Text for people, from gemmd or the user, as it must be printed: with
+ * control characters escaped ("\n", "\x1b"), so that it can neither add
+ * lines to the output nor drive the terminal.  Not for --json output,
+ * which stays as gemmd wrote it.
+ *
+ * ctl_escape() writes at most size bytes to dst, NUL included, never half
+ * an escape, and returns the length of the whole escaped text: a return
+ * of size or more means it was cut.  ctl_print_text() prints fmt's output
+ * escaped.
+ */
+size_t ctl_escape(char *dst, size_t size, const char *src);
+_printf_(2, 3) void ctl_print_text(FILE *f, const char *fmt, ...);
 
 /* A job object as a short "label: value" summary. */
 void ctl_print_job(const json_t *job);

@@ -273,14 +273,16 @@ static void report_error(const struct ctl *ctl, const char *method,
 	else if (ctl->json)
 		print_raw(stdout, reply->body, reply->len);
 
+	/* What gemmd says goes to a terminal: escaped. */
 	if (!code)
-		fprintf(stderr, "gemmctl: %s %s%s: HTTP status %ld\n", method,
+		fprintf(stderr, "gemmctl: %s %s%s: HTTP status %ld", method,
 			ctl->http.url, path, reply->status);
 	else if (field)
-		fprintf(stderr, "gemmctl: %s: %s (field: %s)\n", code,
-			msg ?: "-", field);
+		ctl_print_text(stderr, "gemmctl: %s: %s (field: %s)", code,
+			       msg ?: "-", field);
 	else
-		fprintf(stderr, "gemmctl: %s: %s\n", code, msg ?: "-");
+		ctl_print_text(stderr, "gemmctl: %s: %s", code, msg ?: "-");
+	fputc('\n', stderr);
 	json_decref(root);
 }
 
@@ -327,8 +329,11 @@ static bool check_reply(const struct ctl *ctl, const char *method,
 	}
 	root = json_loadb(reply->body, reply->len, 0, &err);
 	if (!root) {
-		fprintf(stderr, "gemmctl: %s %s%s: reply is not JSON: %s\n",
-			method, ctl->http.url, path, err.text);
+		/* jansson quotes the reply: "invalid token near '...'" */
+		ctl_print_text(stderr,
+			       "gemmctl: %s %s%s: reply is not JSON: %s",
+			       method, ctl->http.url, path, err.text);
+		fputc('\n', stderr);
 		return false;
 	}
 	if (!has_shape(root, want)) {
@@ -516,8 +521,9 @@ static int read_job(const char *file, char **ret, size_t *ret_len)
 	}
 	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!root && !left_to_gemmd(&err)) {
-		fprintf(stderr, "gemmctl: %s:%d:%d: %s\n", name, err.line,
-			err.column, err.text);
+		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
+			       err.column, err.text);
+		fputc('\n', stderr);
 		free(buf);
 		return -EINVAL;
 	}
