@@ -457,14 +457,17 @@ static int read_stream(FILE *f, char **ret, size_t *ret_len)
 				goto fail;
 			buf = p;
 		}
+		errno = 0;
 		n = fread(buf + len, 1, alloc - len, f);
 		if (!n)
 			break;
 		len += n;
 	}
-	r = -EIO;
-	if (ferror(f))
+	if (ferror(f)) {
+		/* read(2)'s errno says why: EISDIR for a directory, say */
+		r = errno > 0 ? -errno : -EIO;
 		goto fail;
+	}
 	buf[len] = '\0';
 	*ret = buf;
 	*ret_len = len;
