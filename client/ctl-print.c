@@ -292,16 +292,49 @@ static int table_add_row(struct table *t)
 	return t->nrows++;
 }
 
+/* len, less a UTF-8 sequence that s[0..len) ends in the middle of. */
+static size_t utf8_whole(const char *s, size_t len)
+{
+	size_t i = len, need;
+	unsigned char c;
+
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (!i)
+		return len;
+	c = s[i - 1];
+	if (c < 0xc0)
+		return len;
+	need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+	return len - i + 1 >= need ? len : i - 1;
+}
+
+/*
+ * A cell holds at most CELL_MAX - 1 bytes; a longer text is cut to end in
+ * "...", so that a cut name cannot pass for a whole one.
+ */
 static _printf_(4, 5) void table_set(struct table *t, size_t row, size_t col,
 				     const char *fmt, ...)
 {
-	char text[CELL_MAX];
+	static const char more[] = "...";
+	char *c = cell(t, row, col), *text;
 	va_list ap;
+	size_t n;
+	int r;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	r = vasprintf(&text, fmt, ap);
 	va_end(ap);
-	ctl_escape(cell(t, row, col), CELL_MAX, text);
+	if (r < 0) {
+		snprintf(c, CELL_MAX, "?");
+		return;
+	}
+	if (ctl_escape(c, CELL_MAX, text) >= CELL_MAX) {
+		ctl_escape(c, CELL_MAX - strlen(more), text);
+		n = utf8_whole(c, strlen(c));
+		memcpy(c + n, more, sizeof(more));
+	}
+	free(text);
 }
 
 static void table_print_row(const struct table *t, const size_t *width,
