@@ -138,26 +138,31 @@ void http_request_resume(struct http_request *req)
 	sd_event_source_set_enabled(req->srv->timer, SD_EVENT_ONESHOT);
 }
 
-int http_respond_json(struct http_request *req, unsigned int status,
-		      json_t *body, const char *header, const char *value)
+/*
+ * Sent when an answer cannot be encoded: text that is not valid UTF-8 is
+ * kept out of every answer (utf8_copy()), so this is out of memory, but the
+ * client still gets JSON.
+ */
+static const char unencodable[] = "{\n"
+				  "  \"error\": {\n"
+				  "    \"code\": \"internal\",\n"
+				  "    \"message\": \"the answer could not be "
+				  "encoded\",\n"
+				  "    \"field\": null\n"
+				  "  }\n"
+				  "}\n";
+
+static int respond_text(struct http_request *req, unsigned int status,
+			char *text, enum MHD_ResponseMemoryMode mode,
+			const char *header, const char *value)
 {
 	struct MHD_Response *resp;
-	char *text;
 	int r;
 
-	text = json_dumps(body, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-	json_decref(body);
-	if (!text)
-		return -ENOMEM;
-	/* A trailing newline keeps curl output readable in a terminal. */
-	text = realloc(text, strlen(text) + 2);
-	if (!text)
-		return -ENOMEM;
-	strcat(text, "\n");
-	resp = MHD_create_response_from_buffer(strlen(text), text,
-					       MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(strlen(text), text, mode);
 	if (!resp) {
-		free(text);
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(text);
 		return -ENOMEM;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -172,6 +177,40 @@ int http_respond_json(struct http_request *req, unsigned int status,
 	return r;
 }
 
+/* body as text, with a newline that keeps curl output readable. */
+static char *json_text(const json_t *body)
+{
+	char *text, *n;
+
+	text = body ? json_dumps(body, JSON_INDENT(2) | JSON_ENSURE_ASCII) :
+		      NULL;
+	if (!text)
+		return NULL;
+	n = realloc(text, strlen(text) + 2);
+	if (!n) {
+		free(text);
+		return NULL;
+	}
+	return strcat(n, "\n");
+}
+
+int http_respond_json(struct http_request *req, unsigned int status,
+		      json_t *body, const char *header, const char *value)
+{
+	char *text = json_text(body);
+
+	json_decref(body);
+	if (!text) {
+		log_error("http: cannot encode the answer to %s %s",
+			  req->method, req->path);
+		return respond_text(req, 500, (char *)unencodable,
+				    MHD_RESPMEM_PERSISTENT, NULL, NULL);
+	}
+	return respond_text(req, status, text, MHD_RESPMEM_MUST_FREE, header,
+			    value);
+}
+
+/* A failed json_pack() gives NULL: http_respond_json() answers for it. */
 int http_respond_error(struct http_request *req, const struct gemmd_error *e)
 {
 	json_t *body;
@@ -186,13 +225,11 @@ int http_respond_errorf(struct http_request *req, unsigned int status,
 			const char *code, const char *field, const char *fmt,
 			...)
 {
-	struct gemmd_error e = { .status = status };
+	struct gemmd_error e;
 	va_list ap;
 
-	snprintf(e.code, sizeof(e.code), "%s", code);
-	snprintf(e.field, sizeof(e.field), "%s", field ? field : "");
 	va_start(ap, fmt);
-	vsnprintf(e.message, sizeof(e.message), fmt, ap);
+	gemmd_error_setv(&e, status, code, field, fmt, ap);
 	va_end(ap);
 	return http_respond_error(req, &e);
 }

@@ -52,7 +52,10 @@ void *http_request_get_data(const struct http_request *req);
 void http_request_suspend(struct http_request *req);
 void http_request_resume(struct http_request *req);
 
-/* Respond with JSON (the reference is taken) and optional extra header. */
+/*
+ * Respond with JSON (the reference is taken) and optional extra header.
+ * A NULL body, from a json_pack() that failed, answers a fixed 500 error.
+ */
 int http_respond_json(struct http_request *req, unsigned int status,
 		      json_t *body, const char *header, const char *value);
 int http_respond_error(struct http_request *req, const struct gemmd_error *e);

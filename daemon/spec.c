@@ -706,8 +706,9 @@ static int walk_object(json_t *obj, const char *path,
 		size_t i;
 		int r;
 
-		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "",
-			 key);
+		/* A long key is cut: never inside a character. */
+		utf8_format(sub, sizeof(sub), "%s%s%s", path,
+			    path[0] ? "." : "", key);
 		for (i = 0; i < n; i++)
 			if (strcmp(fields[i].name, key) == 0)
 				break;

@@ -119,18 +119,106 @@ int fd_set_nonblock(int fd, bool on)
 	return fd_update_flag(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
 }
 
+/*
+ * The length of the UTF-8 character at s, 1 to 4, or 0 if s does not start
+ * a valid one.  It reads no further than the first byte that is not a
+ * continuation byte, so a character cut by the terminating NUL is invalid.
+ */
+static size_t utf8_char_len(const unsigned char *s)
+{
+	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc0 || s[0] > 0xf4)
+		return 0;
+	n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	cp = s[0] & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and past U+10FFFF: jansson refuses them. */
+	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+size_t utf8_copy(char *dst, size_t size, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t used = 0, n;
+
+	if (!size)
+		return 0;
+	for (; *s; s += n) {
+		n = utf8_char_len(s);
+		if (!n) {
+			if (used + 4 >= size)
+				break;
+			dst[used++] = '\\';
+			dst[used++] = 'x';
+			dst[used++] = hex[*s >> 4];
+			dst[used++] = hex[*s & 15];
+			n = 1;
+			continue;
+		}
+		if (used + n >= size)
+			break;
+		memcpy(dst + used, s, n);
+		used += n;
+	}
+	dst[used] = '\0';
+	return used;
+}
+
+size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
+{
+	/*
+	 * vsnprintf() may cut inside a character; utf8_copy() then escapes
+	 * what is left of it.  Every caller's buffer is smaller than this.
+	 */
+	char text[1024];
+
+	vsnprintf(text, sizeof(text), fmt, ap);
+	return utf8_copy(dst, size, text);
+}
+
+size_t utf8_format(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = utf8_vformat(dst, size, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+int gemmd_error_setv(struct gemmd_error *e, unsigned int status,
+		     const char *code, const char *field, const char *fmt,
+		     va_list ap)
+{
+	if (!e)
+		return -EINVAL;
+	e->status = status;
+	snprintf(e->code, sizeof(e->code), "%s", code);
+	utf8_copy(e->field, sizeof(e->field), field ? field : "");
+	utf8_vformat(e->message, sizeof(e->message), fmt, ap);
+	return -EINVAL;
+}
+
 int gemmd_error_set(struct gemmd_error *e, unsigned int status,
 		    const char *code, const char *field, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!e)
-		return -EINVAL;
-	e->status = status;
-	snprintf(e->code, sizeof(e->code), "%s", code);
-	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
 	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	gemmd_error_setv(e, status, code, field, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }

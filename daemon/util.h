@@ -6,6 +6,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,6 +73,20 @@ char *format_rfc3339(uint64_t usec, char *buf, size_t len);
 /* A decimal number of digits only, at most max. */
 int parse_uint(const char *s, unsigned int max, unsigned int *ret);
 
+/*
+ * Copy text into dst (size bytes, NUL included) as valid UTF-8, which is
+ * what every string handed to jansson must be: a byte that does not start
+ * a valid character (jansson's rules: no overlong forms, no surrogates,
+ * nothing past U+10FFFF) is written as the four characters "\xNN", and
+ * text that does not fit is cut between characters, never inside one.
+ * Returns the length written.
+ */
+size_t utf8_copy(char *dst, size_t size, const char *src);
+/* printf into dst, then as utf8_copy(); output past 1 KiB is dropped. */
+size_t utf8_format(char *dst, size_t size, const char *fmt, ...) _printf_(3, 4);
+size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
+	_printf_(3, 0);
+
 int random_bytes(void *buf, size_t len);
 int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);
@@ -88,7 +103,14 @@ struct gemmd_error {
 	char message[256];
 };
 
-/* Fills e and returns -EINVAL, so callers can "return gemmd_error_set(...)". */
+/*
+ * Fills e and returns -EINVAL, so callers can "return gemmd_error_set(...)".
+ * field and the message may quote what the client sent: both are kept
+ * valid UTF-8 (utf8_copy()), so that the error can always be sent as JSON.
+ */
 int gemmd_error_set(struct gemmd_error *e, unsigned int status,
 		    const char *code, const char *field, const char *fmt, ...)
 	_printf_(5, 6);
+int gemmd_error_setv(struct gemmd_error *e, unsigned int status,
+		     const char *code, const char *field, const char *fmt,
+		     va_list ap) _printf_(5, 0);

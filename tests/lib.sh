@@ -88,13 +88,14 @@ expect_error() {
 	shift 3
 	body=$(http "$@")
 	expect_status "$st" "$*"
-	got=$(echo "$body" | json 'j["error"]["code"]')
+	# printf, not echo: dash's echo would eat the backslashes of escapes
+	got=$(printf '%s\n' "$body" | json 'j["error"]["code"]')
 	[ "$got" = "$code" ] || fail "$*: code $got, expected $code"
 	if [ -n "$field" ]; then
-		got=$(echo "$body" | json 'j["error"]["field"]')
+		got=$(printf '%s\n' "$body" | json 'j["error"]["field"]')
 		[ "$got" = "$field" ] || fail "$*: field $got, expected $field"
 	fi
-	msg=$(echo "$body" | json 'j["error"]["message"]')
+	msg=$(printf '%s\n' "$body" | json 'j["error"]["message"]')
 	[ -n "$msg" ] || fail "$*: no message"
 }
 

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-util - text copied into fixed buffers stays valid UTF-8: cuts fall
+ * between characters, invalid bytes are escaped, and jansson takes it all.
+ */
+#include <jansson.h>
+
+#include "check.h"
+#include "util.h"
+
+/* What jansson makes of it: every answer goes through json_string(). */
+static bool jansson_takes(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
+#define CHECK_COPY(size, src, want)                         \
+	do {                                                \
+		char _buf[64];                              \
+		size_t _n = utf8_copy(_buf, (size), (src)); \
+		CHECK_STREQ(_buf, (want));                  \
+		CHECK_EQ_INT(_n, strlen(want));             \
+		CHECK(jansson_takes(_buf));                 \
+	} while (0)
+
+static void test_copy_fits(void)
+{
+	CHECK_COPY(64, "", "");
+	CHECK_COPY(64, "plain ascii", "plain ascii");
+	CHECK_COPY(64, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+		   "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"); /* é € 😀 */
+}
+
+/* Cut where the next character would not fit, never inside it. */
+static void test_copy_cuts_between_characters(void)
+{
+	CHECK_COPY(5, "abcdef", "abcd");
+	CHECK_COPY(1, "abc", "");
+	CHECK_COPY(4, "a\xc3\xa9\xc3\xa9", "a\xc3\xa9"); /* aéé */
+	CHECK_COPY(3, "a\xc3\xa9", "a"); /* é needs 2 bytes, 1 left */
+	CHECK_COPY(4, "a\xe2\x82\xac", "a"); /* € needs 3, 2 left */
+	CHECK_COPY(4, "\xf0\x9f\x98\x80", ""); /* 😀 needs 4, 3 left */
+	CHECK_COPY(5, "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80");
+}
+
+static void test_copy_escapes_invalid_bytes(void)
+{
+	CHECK_COPY(64, "\xff", "\\xff");
+	CHECK_COPY(64, "a\x80z", "a\\x80z"); /* lone continuation byte */
+	CHECK_COPY(64, "\xc0\xaf", "\\xc0\\xaf"); /* overlong '/' */
+	CHECK_COPY(64, "\xe0\x80\xaf", "\\xe0\\x80\\xaf"); /* overlong */
+	CHECK_COPY(64, "\xed\xa0\x80", "\\xed\\xa0\\x80"); /* surrogate */
+	/* past U+10FFFF */
+	CHECK_COPY(64, "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+	CHECK_COPY(64, "ab\xc3", "ab\\xc3"); /* cut by the end of the text */
+	/* a lead byte, then no continuation byte */
+	CHECK_COPY(64, "\xc3(", "\\xc3(");
+	/* an escape is not cut either */
+	CHECK_COPY(6, "ab\xff", "ab");
+	CHECK_COPY(7, "ab\xff", "ab\\xff");
+}
+
+static void test_copy_zero_size(void)
+{
+	char buf[4] = "xyz";
+
+	CHECK_EQ_INT(utf8_copy(buf, 0, "abc"), 0);
+	CHECK_STREQ(buf, "xyz");
+}
+
+/* Any bytes at all, any buffer size: valid UTF-8 that fits. */
+static void test_copy_random_bytes(void)
+{
+	uint32_t x = 12345;
+	char src[48], dst[32];
+	int i, j;
+
+	for (i = 0; i < 20000; i++) {
+		for (j = 0; j < (int)sizeof(src) - 1; j++) {
+			x = x * 1103515245 + 12345;
+			src[j] = (char)((x >> 16) | 1); /* no NUL inside */
+		}
+		src[j] = '\0';
+		CHECK(utf8_copy(dst, 1 + i % sizeof(dst), src) < sizeof(dst));
+		CHECK(jansson_takes(dst));
+	}
+}
+
+static void test_format(void)
+{
+	char msg[256], text[600];
+	size_t i;
+
+	for (i = 0; i + 2 < sizeof(text); i += 2)
+		memcpy(text + i, "\xc3\xa9", 2);
+	text[i] = '\0';
+	/* 127 é fill 254 bytes; the 128th would need the byte for the NUL */
+	CHECK_EQ_INT(utf8_format(msg, sizeof(msg), "%s", text), 254);
+	CHECK(jansson_takes(msg));
+	utf8_format(msg, sizeof(msg), "unknown state \"%s\"", "\xff");
+	CHECK_STREQ(msg, "unknown state \"\\xff\"");
+}
+
+/* A field and message that quote the client are kept valid. */
+static void test_error_set(void)
+{
+	struct gemmd_error e;
+	char key[80];
+	size_t i;
+
+	for (i = 0; i + 2 < sizeof(key); i += 2)
+		memcpy(key + i, "\xc3\xa9", 2);
+	key[i] = '\0';
+	CHECK_EQ_INT(gemmd_error_set(&e, 400, "unknown_field", key,
+				     "unknown field '%s'", key),
+		     -EINVAL);
+	CHECK_EQ_INT(e.status, 400);
+	CHECK_STREQ(e.code, "unknown_field");
+	CHECK_EQ_INT(strlen(e.field), 62);
+	CHECK(jansson_takes(e.field));
+	CHECK(jansson_takes(e.message));
+}
+
+int main(void)
+{
+	RUN_TEST(test_copy_fits);
+	RUN_TEST(test_copy_cuts_between_characters);
+	RUN_TEST(test_copy_escapes_invalid_bytes);
+	RUN_TEST(test_copy_zero_size);
+	RUN_TEST(test_copy_random_bytes);
+	RUN_TEST(test_format);
+	RUN_TEST(test_error_set);
+	return check_exit();
+}
