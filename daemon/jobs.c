@@ -225,8 +225,9 @@ void job_finish(struct job_store *s, struct job *job, enum job_state state,
 	job->result = result;
 	job->reason[0] = '\0';
 	if (reason_fmt) {
+		/* It may quote a worker's message: keep it JSON-encodable. */
 		va_start(ap, reason_fmt);
-		vsnprintf(job->reason, sizeof(job->reason), reason_fmt, ap);
+		utf8_vformat(job->reason, sizeof(job->reason), reason_fmt, ap);
 		va_end(ap);
 	}
 	s->n_final++;
@@ -263,6 +264,10 @@ json_t *job_to_json(const struct job *job)
 		time_or_null(job->finished_usec), "links", "self", self);
 }
 
+/*
+ * NULL unless every job asked for is in the array: a job that cannot be
+ * encoded fails the whole list rather than silently leaving it.
+ */
 json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit)
 {
 	json_t *a = json_array();
@@ -278,7 +283,10 @@ json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit)
 			continue;
 		if (limit && n++ >= limit)
 			break;
-		json_array_append_new(a, job_to_json(job));
+		if (json_array_append_new(a, job_to_json(job)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
 	}
 	return a;
 }

@@ -72,5 +72,8 @@ const char *job_state_to_string(enum job_state st);
 int job_state_from_string(const char *s);
 
 json_t *job_to_json(const struct job *job);
-/* All jobs in creation order, optionally only those in one state (-1: all). */
+/*
+ * All jobs in creation order, optionally only those in one state (-1: all);
+ * NULL if any of them cannot be encoded.
+ */
 json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit);

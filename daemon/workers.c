@@ -406,8 +406,9 @@ static void on_error(struct worker *w, json_t *msg)
 	struct workers *p = w->pool;
 	const char *text = json_string_value(json_object_get(msg, "message"));
 
-	snprintf(w->last_error, sizeof(w->last_error), "%s",
-		 text ? text : "unknown error");
+	/* Cut to fit, it must still be UTF-8: it ends up in JSON. */
+	utf8_copy(w->last_error, sizeof(w->last_error),
+		  text ? text : "unknown error");
 	if (!w->job)
 		return;
 	job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s", w->last_error);

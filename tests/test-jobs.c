@@ -105,6 +105,44 @@ static void test_limits(void)
 	job_store_free(s);
 }
 
+/*
+ * A worker's message longer than the reason, in characters of two bytes,
+ * or with bytes that are not UTF-8: the reason stays valid UTF-8, so the
+ * job can be encoded and is listed with the failed ones.
+ */
+static void test_reason_utf8(void)
+{
+	struct job_store *s = job_store_new(10, 100);
+	struct gemm_spec spec = spec_for(-1);
+	char text[701];
+	struct job *a, *b;
+	const char *id;
+	json_t *j;
+	size_t i;
+
+	for (i = 0; i + 2 < sizeof(text); i += 2)
+		memcpy(text + i, "\xc3\xa9", 2); /* é */
+	text[i] = '\0';
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	/* 26 bytes before the é: 511 bytes would end inside one */
+	job_finish(s, a, JOB_FAILED, NULL, "worker for GPU %d exited: %s", 10,
+		   text);
+	CHECK_EQ_INT(strlen(a->reason), 510);
+	job_finish(s, b, JOB_FAILED, NULL, "%s", "bad \xff byte");
+	CHECK_STREQ(b->reason, "bad \\xff byte");
+
+	j = job_to_json(a);
+	CHECK(j != NULL);
+	json_decref(j);
+	j = job_store_to_json(s, JOB_FAILED, 0);
+	CHECK_EQ_INT(json_array_size(j), 2);
+	id = json_string_value(json_object_get(json_array_get(j, 0), "id"));
+	CHECK_STREQ(id, a->id);
+	json_decref(j);
+	job_store_free(s);
+}
+
 static void test_state_names(void)
 {
 	CHECK_STREQ(job_state_to_string(JOB_TIMEOUT), "timeout");
@@ -119,6 +157,7 @@ int main(void)
 	RUN_TEST(test_lifecycle);
 	RUN_TEST(test_affinity);
 	RUN_TEST(test_limits);
+	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_state_names);
 	return check_exit();
 }
