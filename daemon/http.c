@@ -432,7 +432,13 @@ static int http_attach(struct http_server *s)
 			    on_mhd_io, s);
 	if (r < 0)
 		return r;
-	r = sd_event_add_time(s->event, &s->timer, CLOCK_MONOTONIC, 0, 0,
+	/*
+	 * Accuracy 1 us, not 0: 0 means sd-event's default of 250 ms, and MHD
+	 * reads at most its buffer's worth (some 20 KB) per MHD_run(), then
+	 * asks through a timeout of 0 to be run again for the rest.  With the
+	 * slack, each such read waited up to 250 ms: 11 s for a 1 MiB body.
+	 */
+	r = sd_event_add_time(s->event, &s->timer, CLOCK_MONOTONIC, 0, 1,
 			      on_mhd_timer, s);
 	if (r < 0)
 		return r;
