@@ -107,8 +107,12 @@ static int new_id(struct job_store *s, char *id)
 	return -EEXIST;
 }
 
-/* Make room by dropping the oldest finished jobs past the retention limit. */
-static void job_store_trim(struct job_store *s)
+/*
+ * Make room by dropping the oldest finished jobs past the retention limit,
+ * never keep, the job just finished: whoever finished it (a dry run's POST,
+ * a DELETE) still answers with it, even with max-kept = 0.
+ */
+static void job_store_trim(struct job_store *s, const struct job *keep)
 {
 	struct list_head *pos, *tmp;
 
@@ -117,7 +121,7 @@ static void job_store_trim(struct job_store *s)
 
 		if (s->n_final <= s->max_kept)
 			break;
-		if (!job_state_is_final(job->state))
+		if (!job_state_is_final(job->state) || job == keep)
 			continue;
 		list_del_init(&job->all);
 		s->n_jobs--;
@@ -232,7 +236,7 @@ void job_finish(struct job_store *s, struct job *job, enum job_state state,
 	}
 	s->n_final++;
 	job_changed(s, job);
-	job_store_trim(s);
+	job_store_trim(s, job);
 }
 
 static json_t *time_or_null(uint64_t usec)

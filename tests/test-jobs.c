@@ -105,6 +105,29 @@ static void test_limits(void)
 	job_store_free(s);
 }
 
+/* max-kept = 0: the job just finished stays until the next one ends. */
+static void test_keep_none(void)
+{
+	struct job_store *s = job_store_new(10, 0);
+	struct gemm_spec spec = spec_for(-1);
+	char first[JOB_ID_LEN + 1];
+	struct job *a, *b;
+
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	strcpy(first, a->id);
+	job_finish(s, a, JOB_DONE, NULL, "dry run");
+	CHECK(job_store_find(s, first) == a);
+	CHECK_EQ_INT(a->state, JOB_DONE);
+	CHECK_STREQ(a->reason, "dry run");
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	job_finish(s, b, JOB_CANCELLED, NULL, NULL);
+	CHECK(job_store_find(s, first) == NULL);
+	CHECK(job_store_find(s, b->id) == b);
+	CHECK_EQ_INT(b->state, JOB_CANCELLED);
+	CHECK_EQ_INT(job_store_count(s), 1);
+	job_store_free(s);
+}
+
 /*
  * A worker's message longer than the reason, in characters of two bytes,
  * or with bytes that are not UTF-8: the reason stays valid UTF-8, so the
@@ -157,6 +180,7 @@ int main(void)
 	RUN_TEST(test_lifecycle);
 	RUN_TEST(test_affinity);
 	RUN_TEST(test_limits);
+	RUN_TEST(test_keep_none);
 	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_state_names);
 	return check_exit();
