@@ -52,7 +52,11 @@ struct job_store *job_store_free(struct job_store *s);
 void job_store_set_notify(struct job_store *s, job_changed_fn fn,
 			  void *userdata);
 
-/* A new queued job (or one finished at once, for dry runs: see job_finish). */
+/*
+ * A new queued job, or -EBUSY if max-queued are queued already.  A dry run
+ * is not put on the queue nor held to its limit: the caller finishes it at
+ * once (job_finish()).
+ */
 int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 		  struct job **ret);
 struct job *job_store_find(struct job_store *s, const char *id);

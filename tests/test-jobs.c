@@ -105,6 +105,26 @@ static void test_limits(void)
 	job_store_free(s);
 }
 
+/* A full queue refuses GPU jobs, but not dry runs, which never queue. */
+static void test_dry_run_full_queue(void)
+{
+	struct job_store *s = job_store_new(1, 100);
+	struct gemm_spec spec = spec_for(-1), dry = spec_for(-1);
+	struct job *a, *b, *d;
+
+	dry.dry_run = true;
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), -EBUSY);
+	CHECK_EQ_INT(job_store_add(s, &dry, &d), 0);
+	CHECK_EQ_INT(job_store_queued(s), 1);
+	CHECK(job_store_next_for(s, 0) == a);
+	job_finish(s, d, JOB_DONE, NULL, "dry run");
+	CHECK_EQ_INT(d->state, JOB_DONE);
+	CHECK_EQ_INT(job_store_queued(s), 1);
+	CHECK_EQ_INT(job_store_count(s), 2);
+	job_store_free(s);
+}
+
 /* max-kept = 0: the job just finished stays until the next one ends. */
 static void test_keep_none(void)
 {
@@ -181,6 +201,7 @@ int main(void)
 	RUN_TEST(test_affinity);
 	RUN_TEST(test_limits);
 	RUN_TEST(test_keep_none);
+	RUN_TEST(test_dry_run_full_queue);
 	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_state_names);
 	return check_exit();
