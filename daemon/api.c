@@ -303,24 +303,34 @@ static void answer_waiter(struct api *api, struct http_request *req)
 	respond_job(req, job, w->created);
 }
 
+/* What each route takes, for the 405 and its Allow header. */
+#define ALLOW_GET "GET, HEAD"
+#define ALLOW_JOBS "GET, HEAD, POST"
+#define ALLOW_JOB "GET, HEAD, DELETE"
+
+/* HEAD is GET without the body, which MHD leaves out by itself. */
+static bool is_get(const char *method)
+{
+	return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+}
+
 static void route_job(struct api *api, struct http_request *req,
 		      const char *method, const char *id)
 {
-	struct job *job = job_store_find(api->jobs, id);
+	struct job *job;
 
-	if (!job) {
-		http_respond_errorf(req, 404, "not_found", NULL,
-				    "no job with id \"%s\"", id);
+	if (!is_get(method) && strcmp(method, "DELETE")) {
+		http_respond_not_allowed(req, ALLOW_JOB);
 		return;
 	}
-	if (!strcmp(method, "GET"))
+	job = job_store_find(api->jobs, id);
+	if (!job)
+		http_respond_errorf(req, 404, "not_found", NULL,
+				    "no job with id \"%s\"", id);
+	else if (is_get(method))
 		get_job(api, req, job);
-	else if (!strcmp(method, "DELETE"))
-		delete_job(api, req, job);
 	else
-		http_respond_errorf(req, 405, "method_not_allowed", NULL,
-				    "%s is not allowed here (GET, DELETE)",
-				    method);
+		delete_job(api, req, job);
 }
 
 static void get_health(struct api *api, struct http_request *req)
@@ -342,10 +352,9 @@ static void get_health(struct api *api, struct http_request *req)
 
 static bool only_get(struct http_request *req, const char *method)
 {
-	if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+	if (is_get(method))
 		return true;
-	http_respond_errorf(req, 405, "method_not_allowed", NULL,
-			    "%s is not allowed here (GET)", method);
+	http_respond_not_allowed(req, ALLOW_GET);
 	return false;
 }
 
@@ -379,8 +388,10 @@ void api_handle(struct http_request *req, void *userdata)
 	} else if (!strcmp(path, "/v1/jobs")) {
 		if (!strcmp(method, "POST"))
 			post_job(api, req);
-		else if (only_get(req, method))
+		else if (is_get(method))
 			list_jobs(api, req);
+		else
+			http_respond_not_allowed(req, ALLOW_JOBS);
 	} else if (!strncmp(path, "/v1/jobs/", 9) && path[9] &&
 		   !strchr(path + 9, '/')) {
 		route_job(api, req, method, path + 9);

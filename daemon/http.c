@@ -211,14 +211,30 @@ int http_respond_json(struct http_request *req, unsigned int status,
 }
 
 /* A failed json_pack() gives NULL: http_respond_json() answers for it. */
-int http_respond_error(struct http_request *req, const struct gemmd_error *e)
+static int respond_error(struct http_request *req, const struct gemmd_error *e,
+			 const char *header, const char *value)
 {
 	json_t *body;
 
 	body = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", e->code,
 			 "message", e->message, "field",
 			 e->field[0] ? e->field : NULL);
-	return http_respond_json(req, e->status, body, NULL, NULL);
+	return http_respond_json(req, e->status, body, header, value);
+}
+
+int http_respond_error(struct http_request *req, const struct gemmd_error *e)
+{
+	return respond_error(req, e, NULL, NULL);
+}
+
+int http_respond_not_allowed(struct http_request *req, const char *allow)
+{
+	struct gemmd_error e;
+
+	gemmd_error_set(&e, 405, "method_not_allowed", NULL,
+			"%s is not allowed here (%s)", req->method, allow);
+	/* RFC 9110 15.5.6: a 405 must say what is allowed. */
+	return respond_error(req, &e, MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 int http_respond_errorf(struct http_request *req, unsigned int status,

@@ -59,6 +59,8 @@ void http_request_resume(struct http_request *req);
 int http_respond_json(struct http_request *req, unsigned int status,
 		      json_t *body, const char *header, const char *value);
 int http_respond_error(struct http_request *req, const struct gemmd_error *e);
+/* 405 method_not_allowed, with allow ("GET, HEAD") as the Allow header. */
+int http_respond_not_allowed(struct http_request *req, const char *allow);
 int http_respond_errorf(struct http_request *req, unsigned int status,
 			const char *code, const char *field, const char *fmt,
 			...) _printf_(5, 6);
