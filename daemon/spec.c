@@ -267,17 +267,36 @@ static int parse_beta(json_t *v, const char *path, struct gemm_spec *spec,
 			  err);
 }
 
+/*
+ * One side of a tile, then the character end: digits only, 1..999.  Not
+ * sscanf("%u"), which takes a sign ("-1" is UINT_MAX) and leading spaces.
+ * Returns what follows end, or NULL.
+ */
+static const char *tile_side(const char *s, char end, unsigned int *ret)
+{
+	unsigned int x = 0;
+	size_t n;
+
+	for (n = 0; n < 3 && s[n] >= '0' && s[n] <= '9'; n++)
+		x = x * 10 + (unsigned int)(s[n] - '0');
+	if (!n || s[n] != end || x < 1)
+		return NULL;
+	*ret = x;
+	return s + n + 1;
+}
+
 int tile_parse(const char *s, struct gemm_tile *ret)
 {
-	unsigned int m, n, k;
-	int used = 0;
+	struct gemm_tile t;
 
-	if (sscanf(s, "%3ux%3ux%3u%n", &m, &n, &k, &used) != 3 ||
-	    (size_t)used != strlen(s) || !m || !n || !k)
+	s = tile_side(s, 'x', &t.m);
+	if (s)
+		s = tile_side(s, 'x', &t.n);
+	if (s)
+		s = tile_side(s, '\0', &t.k);
+	if (!s)
 		return -EINVAL;
-	ret->m = m;
-	ret->n = n;
-	ret->k = k;
+	*ret = t;
 	return 0;
 }
 

@@ -497,6 +497,12 @@ static void test_fields(void)
 		     "invalid_type", "kernel.schedule");
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"tile\":\"12x\"}}",
 		     "invalid_value", "kernel.tile");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,"
+		     "\"kernel\":{\"tile\":\"-1x-1x-1\"}}",
+		     "invalid_value", "kernel.tile");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,"
+		     "\"kernel\":{\"tile\":\" 128x256x64\"}}",
+		     "invalid_value", "kernel.tile");
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"stages\":0}}",
 		     "out_of_range", "kernel.stages");
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"kernel\":{\"stages\":65}}",
@@ -602,6 +608,21 @@ static void test_tile(void)
 	CHECK(tile_parse("64x128x64x1", &t) < 0);
 	CHECK(tile_parse("0x128x64", &t) < 0);
 	CHECK(tile_parse("x", &t) < 0);
+	CHECK_EQ_INT(tile_parse("999x1x999", &t), 0);
+	CHECK_STREQ(tile_format(&t, buf, sizeof(buf)), "999x1x999");
+	/* digits and 'x' only: no sign, no space, 1..999 each */
+	CHECK(tile_parse("-1x-1x-1", &t) < 0);
+	CHECK(tile_parse("+128x256x64", &t) < 0);
+	CHECK(tile_parse(" 128x256x64", &t) < 0);
+	CHECK(tile_parse("128x 256x64", &t) < 0);
+	CHECK(tile_parse("128x256x64 ", &t) < 0);
+	CHECK(tile_parse("128X256x64", &t) < 0);
+	CHECK(tile_parse("1000x128x64", &t) < 0);
+	CHECK(tile_parse("128x256x0", &t) < 0);
+	CHECK(tile_parse("128xx64", &t) < 0);
+	CHECK(tile_parse("", &t) < 0);
+	/* what was refused leaves *ret alone */
+	CHECK_STREQ(tile_format(&t, buf, sizeof(buf)), "999x1x999");
 }
 
 /* baseline and verify.reference, in and out. */
