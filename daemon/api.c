@@ -148,19 +148,27 @@ static int respond_job(struct http_request *req, const struct job *job,
 				 created ? "Location" : NULL, location);
 }
 
-/* ?wait=SECONDS: 0..max_wait; absent means do not wait. */
+/* The most any ?wait= may ask for, whatever max-wait says. */
+#define API_WAIT_MAX 3600
+
+/*
+ * ?wait=SECONDS: 0..API_WAIT_MAX; absent means do not wait.  max-wait caps
+ * what is asked rather than refusing it: a client cannot know the
+ * server's setting, and gemmctl submit --wait asks for 600.
+ */
 static int parse_wait(struct api *api, struct http_request *req,
 		      unsigned int *ret)
 {
 	const char *v = http_request_query(req, "wait");
 
 	*ret = 0;
-	if (v && parse_uint(v, api->max_wait, ret) < 0) {
+	if (v && parse_uint(v, API_WAIT_MAX, ret) < 0) {
 		http_respond_errorf(req, 400, "invalid_value", "wait",
 				    "'wait' must be whole seconds, 0..%u",
-				    api->max_wait);
+				    API_WAIT_MAX);
 		return -EINVAL;
 	}
+	*ret = MIN(*ret, api->max_wait);
 	return 0;
 }
 
