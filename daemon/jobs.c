@@ -15,6 +15,7 @@ struct job_store {
 	struct list_head jobs;
 	struct list_head queue;
 	unsigned int n_jobs, n_queued, n_final;
+	uint64_t n_created;
 	unsigned int max_queued, max_kept;
 	job_changed_fn notify;
 	void *userdata;
@@ -151,6 +152,7 @@ int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 	job->spec = *spec;
 	job->created_usec = wallclock_usec();
 	job->deadline_sec = plan_deadline_sec(spec);
+	job->seq = ++s->n_created;
 	list_init(&job->queue);
 	list_add_tail(&job->all, &s->jobs);
 	s->n_jobs++;
@@ -271,29 +273,38 @@ json_t *job_to_json(const struct job *job)
 		time_or_null(job->finished_usec), "links", "self", self);
 }
 
-/*
- * NULL unless every job asked for is in the array: a job that cannot be
- * encoded fails the whole list rather than silently leaving it.
- */
-json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit)
+static bool job_on_page(const struct job *job, const struct job_page *p)
+{
+	return job->seq > p->after &&
+	       (p->state < 0 || job->state == (enum job_state)p->state);
+}
+
+json_t *job_store_page_json(struct job_store *s, const struct job_page *p,
+			    uint64_t *ret_next)
 {
 	json_t *a = json_array();
 	struct list_head *pos;
+	uint64_t last = 0;
 	unsigned int n = 0;
 
+	*ret_next = 0;
 	if (!a)
 		return NULL;
 	list_for_each(pos, &s->jobs) {
 		struct job *job = list_entry(pos, struct job, all);
 
-		if (state >= 0 && job->state != (enum job_state)state)
+		if (!job_on_page(job, p))
 			continue;
-		if (limit && n++ >= limit)
+		if (n == p->limit) {
+			*ret_next = last;
 			break;
+		}
 		if (json_array_append_new(a, job_to_json(job)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
+		last = job->seq;
+		n++;
 	}
 	return a;
 }

@@ -39,6 +39,7 @@ struct job {
 	json_t *result; /* the worker's result object, or NULL */
 	uint64_t created_usec, started_usec, finished_usec; /* wall clock */
 	unsigned int deadline_sec;
+	uint64_t seq; /* creation number from 1: where a listing page ends */
 	struct list_head all; /* job_store.jobs, creation order */
 	struct list_head queue; /* job_store.queue while queued */
 };
@@ -76,8 +77,18 @@ const char *job_state_to_string(enum job_state st);
 int job_state_from_string(const char *s);
 
 json_t *job_to_json(const struct job *job);
+
+/* One page of a listing: jobs after number after, at most limit of them. */
+struct job_page {
+	int state; /* only jobs in this state; -1: all */
+	uint64_t after;
+	unsigned int limit;
+};
+
 /*
- * All jobs in creation order, optionally only those in one state (-1: all);
- * NULL if any of them cannot be encoded.
+ * The page's jobs in creation order.  *ret_next is the number of its last
+ * job when more match after it, else 0.  NULL if any of them cannot be
+ * encoded: a job is never silently left out.
  */
-json_t *job_store_to_json(struct job_store *s, int state, unsigned int limit);
+json_t *job_store_page_json(struct job_store *s, const struct job_page *p,
+			    uint64_t *ret_next);

@@ -223,18 +223,30 @@ int gemmd_error_set(struct gemmd_error *e, unsigned int status,
 	return -EINVAL;
 }
 
-int parse_uint(const char *s, unsigned int max, unsigned int *ret)
+int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
-	unsigned long x;
+	unsigned long long x;
 	char *end;
 
-	/* strtoul() would take "-1", " 7" and "+7"; we want digits only. */
+	/* strtoull() would take "-1", " 7" and "+7"; we want digits only. */
 	if (!s || !isdigit((unsigned char)s[0]))
 		return -EINVAL;
 	errno = 0;
-	x = strtoul(s, &end, 10);
+	x = strtoull(s, &end, 10);
 	if (errno || *end || x > max)
 		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+int parse_uint(const char *s, unsigned int max, unsigned int *ret)
+{
+	uint64_t x;
+	int r;
+
+	r = parse_u64(s, max, &x);
+	if (r < 0)
+		return r;
 	*ret = (unsigned int)x;
 	return 0;
 }

@@ -71,6 +71,7 @@ void sleep_ms(unsigned int ms);
 char *format_rfc3339(uint64_t usec, char *buf, size_t len);
 
 /* A decimal number of digits only, at most max. */
+int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 int parse_uint(const char *s, unsigned int max, unsigned int *ret);
 
 /*

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test-jobs - the job table: ids, queue order, device affinity, state
- * changes and their notifications, retention, queue limit.
+ * changes and their notifications, retention, queue limit, listing pages.
  */
 #include "check.h"
 #include "jobs.h"
@@ -28,8 +28,10 @@ static void test_lifecycle(void)
 {
 	struct job_store *s = job_store_new(10, 100);
 	struct gemm_spec spec = spec_for(-1);
+	struct job_page all_cancelled = { .state = JOB_CANCELLED, .limit = 10 };
 	struct job *a, *b;
 	json_t *j, *dev = json_pack("{s:i}", "index", 0);
+	uint64_t next;
 
 	job_store_set_notify(s, on_change, NULL);
 	notified = 0;
@@ -64,8 +66,9 @@ static void test_lifecycle(void)
 	CHECK(json_is_object(json_object_get(j, "spec")));
 	CHECK(json_is_null(json_object_get(j, "plan")));
 	json_decref(j);
-	j = job_store_to_json(s, JOB_CANCELLED, 0);
+	j = job_store_page_json(s, &all_cancelled, &next);
 	CHECK_EQ_INT(json_array_size(j), 1);
+	CHECK(next == 0);
 	json_decref(j);
 	json_decref(dev);
 	job_store_free(s);
@@ -157,9 +160,11 @@ static void test_reason_utf8(void)
 {
 	struct job_store *s = job_store_new(10, 100);
 	struct gemm_spec spec = spec_for(-1);
+	struct job_page failed = { .state = JOB_FAILED, .limit = 10 };
 	char text[701];
 	struct job *a, *b;
 	const char *id;
+	uint64_t next;
 	json_t *j;
 	size_t i;
 
@@ -178,11 +183,76 @@ static void test_reason_utf8(void)
 	j = job_to_json(a);
 	CHECK(j != NULL);
 	json_decref(j);
-	j = job_store_to_json(s, JOB_FAILED, 0);
+	j = job_store_page_json(s, &failed, &next);
 	CHECK_EQ_INT(json_array_size(j), 2);
 	id = json_string_value(json_object_get(json_array_get(j, 0), "id"));
 	CHECK_STREQ(id, a->id);
 	json_decref(j);
+	job_store_free(s);
+}
+
+/* The id of the job at index i of a page. */
+static const char *page_id(json_t *page, size_t i)
+{
+	return json_string_value(
+		json_object_get(json_array_get(page, i), "id"));
+}
+
+static void test_pages(void)
+{
+	struct job_store *s = job_store_new(10, 2);
+	struct gemm_spec spec = spec_for(-1);
+	struct job_page p = { .state = -1, .limit = 2 };
+	struct job *j[5];
+	json_t *page;
+	uint64_t next;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
+	/* two pages of two and one of one, in creation order */
+	page = job_store_page_json(s, &p, &next);
+	CHECK_EQ_INT(json_array_size(page), 2);
+	CHECK_STREQ(page_id(page, 0), j[0]->id);
+	CHECK(next == j[1]->seq);
+	json_decref(page);
+	p.after = next;
+	page = job_store_page_json(s, &p, &next);
+	CHECK_STREQ(page_id(page, 0), j[2]->id);
+	CHECK(next == j[3]->seq);
+	json_decref(page);
+	p.after = next;
+	page = job_store_page_json(s, &p, &next);
+	CHECK_EQ_INT(json_array_size(page), 1);
+	CHECK_STREQ(page_id(page, 0), j[4]->id);
+	CHECK(next == 0);
+	json_decref(page);
+
+	/* a full page with nothing after it has no next */
+	p.after = j[2]->seq;
+	page = job_store_page_json(s, &p, &next);
+	CHECK_EQ_INT(json_array_size(page), 2);
+	CHECK(next == 0);
+	json_decref(page);
+
+	/* the cursor outlives its job: trimmed jobs do not move it */
+	p.after = j[1]->seq;
+	for (i = 0; i < 4; i++)
+		job_finish(s, j[i], JOB_DONE, NULL, NULL);
+	CHECK_EQ_INT(job_store_count(s), 3);
+	page = job_store_page_json(s, &p, &next);
+	CHECK_EQ_INT(json_array_size(page), 2);
+	CHECK_STREQ(page_id(page, 0), j[2]->id);
+	json_decref(page);
+
+	/* a filter counts only the jobs it matches */
+	p.after = 0;
+	p.state = JOB_QUEUED;
+	page = job_store_page_json(s, &p, &next);
+	CHECK_EQ_INT(json_array_size(page), 1);
+	CHECK_STREQ(page_id(page, 0), j[4]->id);
+	CHECK(next == 0);
+	json_decref(page);
 	job_store_free(s);
 }
 
@@ -203,6 +273,7 @@ int main(void)
 	RUN_TEST(test_keep_none);
 	RUN_TEST(test_dry_run_full_queue);
 	RUN_TEST(test_reason_utf8);
+	RUN_TEST(test_pages);
 	RUN_TEST(test_state_names);
 	return check_exit();
 }
