@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "http.h"
@@ -37,6 +38,7 @@ struct http_request {
 	bool responded;
 	bool suspended;
 	bool resumed;
+	sd_event_source *hangup; /* watches that socket while suspended */
 	void *data;
 	void (*destroy)(void *);
 };
@@ -115,18 +117,52 @@ void *http_request_get_data(const struct http_request *req)
 	return req->data;
 }
 
+/*
+ * MHD does not poll a suspended connection, so a client that gives up on a
+ * held request would keep its connection slot until the request is
+ * resumed: a few hundred abandoned ?wait calls locked every client out
+ * until their jobs ended.  So watch the socket ourselves while suspended.
+ * On hangup the request is resumed early and answered as if its wait had
+ * run out; sending that answer is how MHD finds the socket closed and
+ * frees the slot.
+ */
+static int on_hangup(sd_event_source *src, int fd, uint32_t revents,
+		     void *userdata)
+{
+	http_request_resume(userdata);
+	return 0;
+}
+
+static void watch_hangup(struct http_request *req)
+{
+	const union MHD_ConnectionInfo *info;
+	int r;
+
+	info = MHD_get_connection_info(req->conn,
+				       MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return;
+	r = sd_event_add_io(req->srv->event, &req->hangup, info->connect_fd,
+			    EPOLLRDHUP, on_hangup, req);
+	if (r < 0)
+		log_warning("http: cannot watch a held request's socket: %s",
+			    strerror(-r));
+}
+
 void http_request_suspend(struct http_request *req)
 {
 	if (req->suspended)
 		return;
 	req->suspended = true;
 	MHD_suspend_connection(req->conn);
+	watch_hangup(req);
 }
 
 void http_request_resume(struct http_request *req)
 {
 	if (!req->suspended)
 		return;
+	req->hangup = sd_event_source_disable_unref(req->hangup);
 	req->suspended = false;
 	req->resumed = true;
 	MHD_resume_connection(req->conn);
@@ -336,6 +372,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	if (!req)
 		return;
+	sd_event_source_disable_unref(req->hangup);
 	if (req->destroy)
 		req->destroy(req->data);
 	free(req->body);
