@@ -23,6 +23,7 @@ struct api {
 	unsigned int max_wait;
 	struct list_head waiters;
 	uint64_t start_usec;
+	bool stopping;
 };
 
 /* A request held until its job ends or its wait runs out. */
@@ -54,24 +55,6 @@ int api_new(sd_event *event, struct job_store *jobs, struct workers *workers,
 	return 0;
 }
 
-struct api *api_free(struct api *api)
-{
-	struct list_head *pos, *tmp;
-
-	if (!api)
-		return NULL;
-	list_for_each_safe(pos, tmp, &api->waiters) {
-		struct waiter *w = list_entry(pos, struct waiter, link);
-
-		list_del_init(&w->link);
-		w->timer = sd_event_source_disable_unref(w->timer);
-		http_request_resume(w->req);
-	}
-	sd_event_unref(api->event);
-	free(api);
-	return NULL;
-}
-
 static void waiter_destroy(void *data)
 {
 	struct waiter *w = data;
@@ -86,6 +69,25 @@ static void waiter_wake(struct waiter *w)
 	list_del_init(&w->link);
 	w->timer = sd_event_source_disable_unref(w->timer);
 	http_request_resume(w->req);
+}
+
+void api_stop(struct api *api)
+{
+	struct list_head *pos, *tmp;
+
+	api->stopping = true;
+	list_for_each_safe(pos, tmp, &api->waiters)
+		waiter_wake(list_entry(pos, struct waiter, link));
+}
+
+struct api *api_free(struct api *api)
+{
+	if (!api)
+		return NULL;
+	api_stop(api);
+	sd_event_unref(api->event);
+	free(api);
+	return NULL;
 }
 
 static int on_wait_timeout(sd_event_source *s, uint64_t usec, void *userdata)
@@ -346,6 +348,13 @@ static void answer_waiter(struct api *api, struct http_request *req)
 	if (!job) {
 		http_respond_errorf(req, 404, "not_found", NULL,
 				    "the job is gone");
+		return;
+	}
+	if (api->stopping && !job_state_is_final(job->state)) {
+		http_respond_errorf(req, 503, "shutting_down", NULL,
+				    "gemmd is stopping; job %s has not ended "
+				    "(%s) and will not",
+				    job->id, job_state_to_string(job->state));
 		return;
 	}
 	respond_job(req, job, w->created);

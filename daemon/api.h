@@ -18,7 +18,12 @@ struct api;
 int api_new(sd_event *event, struct job_store *jobs, struct workers *workers,
 	    const struct catalog *catalog, unsigned int max_wait,
 	    struct api **ret);
-/* Answers every held request first, so the server can stop. */
+/*
+ * Resumes every held request, to be answered 503 shutting_down unless its
+ * job has ended: then http_server_flush() sends those answers before the
+ * server stops.
+ */
+void api_stop(struct api *api);
 struct api *api_free(struct api *api);
 
 void api_handle(struct http_request *req, void *userdata);

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct http_server {
 	http_handler_fn handler;
 	void *userdata;
 	unsigned int max_body;
+	unsigned int n_resumed; /* resumed requests not yet answered */
 	char address[128];
 };
 
@@ -164,6 +166,8 @@ void http_request_resume(struct http_request *req)
 		return;
 	req->hangup = sd_event_source_disable_unref(req->hangup);
 	req->suspended = false;
+	if (!req->resumed)
+		req->srv->n_resumed++;
 	req->resumed = true;
 	MHD_resume_connection(req->conn);
 	/*
@@ -373,6 +377,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!req)
 		return;
 	sd_event_source_disable_unref(req->hangup);
+	if (req->resumed)
+		req->srv->n_resumed--;
 	if (req->destroy)
 		req->destroy(req->data);
 	free(req->body);
@@ -561,6 +567,22 @@ struct http_server *http_server_free(struct http_server *s)
 	sd_event_unref(s->event);
 	free(s);
 	return NULL;
+}
+
+void http_server_flush(struct http_server *s, unsigned int timeout_ms)
+{
+	const union MHD_DaemonInfo *info;
+	uint64_t end = now_usec() + timeout_ms * 1000ull;
+	struct pollfd pfd = { .events = POLLIN };
+
+	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info)
+		return;
+	pfd.fd = info->epoll_fd;
+	while (s->n_resumed && now_usec() < end) {
+		MHD_run(s->mhd);
+		poll(&pfd, 1, 10);
+	}
 }
 
 const char *http_server_address(const struct http_server *s)

@@ -18,6 +18,9 @@
 #include "log.h"
 #include "workers.h"
 
+/* How long held requests get for their answers at shutdown. */
+#define HELD_FLUSH_MS 1000
+
 static int mkdir_p(const char *path)
 {
 	char buf[PATH_MAX], *p;
@@ -153,6 +156,8 @@ static int run(struct config *cfg)
 
 out_http:
 	/* Held requests are answered before the server stops. */
+	api_stop(api);
+	http_server_flush(http, HELD_FLUSH_MS);
 	api = api_free(api);
 	http_server_free(http);
 out_api:
