@@ -636,11 +636,46 @@ static int parse_list(int argc, char **argv, const char **ret_state)
 	return 0;
 }
 
+static const struct shape jobs_shape = { "a job list", "jobs", JSON_ARRAY };
+
+/*
+ * Every page of a listing, from path on, into all: gemmd answers at most
+ * 1000 jobs a request and links the next page.  Takes path.
+ */
+static int fetch_pages(struct ctl *ctl, char *path, json_t *all)
+{
+	json_t *page = NULL;
+	const char *next;
+	int r = CTL_EXIT_OK;
+
+	while (path && r == CTL_EXIT_OK) {
+		r = call(ctl, "GET", path, NULL, 0, 0, &jobs_shape, &page);
+		if (r != CTL_EXIT_OK)
+			break;
+		next = json_string_value(json_object_get(page, "next"));
+		if (json_array_extend(all, json_object_get(page, "jobs")) < 0) {
+			r = oom();
+		} else if (next && !strcmp(next, path)) {
+			/* A page linking itself would never end. */
+			fprintf(stderr, "gemmctl: GET %s%s: next page is %s\n",
+				ctl->http.url, path, next);
+			r = CTL_EXIT_ERROR;
+		} else {
+			free(path);
+			path = next ? strdup(next) : NULL;
+			if (next && !path)
+				r = oom();
+		}
+		json_decref(page);
+	}
+	free(path);
+	return r;
+}
+
 static int cmd_list(struct ctl *ctl, int argc, char **argv)
 {
-	static const struct shape jobs = { "a job list", "jobs", JSON_ARRAY };
 	const char *state = NULL;
-	json_t *root = NULL;
+	json_t *root = NULL, *all;
 	char *path;
 	int r;
 
@@ -650,11 +685,22 @@ static int cmd_list(struct ctl *ctl, int argc, char **argv)
 		       strdup("/v1/jobs");
 	if (!path)
 		return oom();
-	r = call(ctl, "GET", path, NULL, 0, 0, &jobs, &root);
-	if (r == CTL_EXIT_OK && !ctl->json)
-		r = show(ctl_print_jobs(json_object_get(root, "jobs")));
-	json_decref(root);
-	free(path);
+	/* --json: the first page as gemmd wrote it, "next" and all. */
+	if (ctl->json) {
+		r = call(ctl, "GET", path, NULL, 0, 0, &jobs_shape, &root);
+		json_decref(root);
+		free(path);
+		return r;
+	}
+	all = json_array();
+	if (!all) {
+		free(path);
+		return oom();
+	}
+	r = fetch_pages(ctl, path, all);
+	if (r == CTL_EXIT_OK)
+		r = show(ctl_print_jobs(all));
+	json_decref(all);
 	return r;
 }
 
