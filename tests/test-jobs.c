@@ -191,11 +191,25 @@ static void test_reason_utf8(void)
 	job_store_free(s);
 }
 
-/* The id of the job at index i of a page. */
-static const char *page_id(json_t *page, size_t i)
+/*
+ * One page from p: its size, its first job's id (or none) and the cursor
+ * of its next page (0: last page), which it returns.
+ */
+static uint64_t check_page(struct job_store *s, const struct job_page *p,
+			   size_t size, const struct job *first, uint64_t next)
 {
-	return json_string_value(
-		json_object_get(json_array_get(page, i), "id"));
+	uint64_t got;
+	json_t *page;
+
+	page = job_store_page_json(s, p, &got);
+	CHECK_EQ_INT(json_array_size(page), size);
+	if (first)
+		CHECK_STREQ(json_string_value(json_object_get(
+				    json_array_get(page, 0), "id")),
+			    first->id);
+	CHECK(got == next);
+	json_decref(page);
+	return got;
 }
 
 static void test_pages(void)
@@ -204,55 +218,30 @@ static void test_pages(void)
 	struct gemm_spec spec = spec_for(-1);
 	struct job_page p = { .state = -1, .limit = 2 };
 	struct job *j[5];
-	json_t *page;
-	uint64_t next;
 	int i;
 
 	for (i = 0; i < 5; i++)
 		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
 	/* two pages of two and one of one, in creation order */
-	page = job_store_page_json(s, &p, &next);
-	CHECK_EQ_INT(json_array_size(page), 2);
-	CHECK_STREQ(page_id(page, 0), j[0]->id);
-	CHECK(next == j[1]->seq);
-	json_decref(page);
-	p.after = next;
-	page = job_store_page_json(s, &p, &next);
-	CHECK_STREQ(page_id(page, 0), j[2]->id);
-	CHECK(next == j[3]->seq);
-	json_decref(page);
-	p.after = next;
-	page = job_store_page_json(s, &p, &next);
-	CHECK_EQ_INT(json_array_size(page), 1);
-	CHECK_STREQ(page_id(page, 0), j[4]->id);
-	CHECK(next == 0);
-	json_decref(page);
+	p.after = check_page(s, &p, 2, j[0], j[1]->seq);
+	p.after = check_page(s, &p, 2, j[2], j[3]->seq);
+	check_page(s, &p, 1, j[4], 0);
 
 	/* a full page with nothing after it has no next */
 	p.after = j[2]->seq;
-	page = job_store_page_json(s, &p, &next);
-	CHECK_EQ_INT(json_array_size(page), 2);
-	CHECK(next == 0);
-	json_decref(page);
+	check_page(s, &p, 2, j[3], 0);
 
 	/* the cursor outlives its job: trimmed jobs do not move it */
 	p.after = j[1]->seq;
 	for (i = 0; i < 4; i++)
 		job_finish(s, j[i], JOB_DONE, NULL, NULL);
 	CHECK_EQ_INT(job_store_count(s), 3);
-	page = job_store_page_json(s, &p, &next);
-	CHECK_EQ_INT(json_array_size(page), 2);
-	CHECK_STREQ(page_id(page, 0), j[2]->id);
-	json_decref(page);
+	check_page(s, &p, 2, j[2], j[3]->seq);
 
 	/* a filter counts only the jobs it matches */
 	p.after = 0;
 	p.state = JOB_QUEUED;
-	page = job_store_page_json(s, &p, &next);
-	CHECK_EQ_INT(json_array_size(page), 1);
-	CHECK_STREQ(page_id(page, 0), j[4]->id);
-	CHECK(next == 0);
-	json_decref(page);
+	check_page(s, &p, 1, j[4], 0);
 	job_store_free(s);
 }
 
