@@ -806,6 +806,19 @@ static const char *parse_error_code(const json_error_t *jerr)
 	return "invalid_json";
 }
 
+/*
+ * jansson's words ("too big integer near '1e400'"), but not where they
+ * name its own flag ("... is not allowed without JSON_ALLOW_NUL").
+ */
+static const char *parse_error_text(const json_error_t *jerr)
+{
+	enum json_error_code c = json_error_code(jerr);
+
+	if (c == json_error_null_character || c == json_error_null_byte_in_key)
+		return "a string holds a NUL character (\\u0000)";
+	return jerr->text;
+}
+
 int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 	       struct gemmd_error *err)
 {
@@ -818,7 +831,8 @@ int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 		return gemmd_error_set(err, 400, parse_error_code(&jerr), NULL,
 				       "invalid JSON at line %d, column %d: "
 				       "%s",
-				       jerr.line, jerr.column, jerr.text);
+				       jerr.line, jerr.column,
+				       parse_error_text(&jerr));
 	r = spec_from_json(root, ret, err);
 	json_decref(root);
 	return r;

@@ -460,6 +460,20 @@ static void test_malformed(void)
 		     "numeric_overflow", NULL);
 }
 
+/* The message says what was wrong, not which jansson flag was missing. */
+static void test_malformed_messages(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec spec;
+
+	CHECK(parse("{\"m\":\"a\\u0000b\",\"n\":1,\"k\":8}", &spec, &err) < 0);
+	CHECK(strstr(err.message, "NUL character") != NULL);
+	CHECK(strstr(err.message, "JSON_") == NULL);
+	CHECK(parse("{\"m\":99999999999999999999,\"n\":1,\"k\":8}", &spec,
+		    &err) < 0);
+	CHECK(strstr(err.message, "near '99999999999999999999'") != NULL);
+}
+
 static void test_too_deep(void)
 {
 	static char body[40000];
@@ -683,6 +697,7 @@ int main(void)
 	RUN_TEST(test_family);
 	RUN_TEST(test_family_errors);
 	RUN_TEST(test_malformed);
+	RUN_TEST(test_malformed_messages);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);
 	RUN_TEST(test_timing_json);
