@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "config.h"
 #include "list.h"
 #include "log.h"
 #include "plan.h"
@@ -150,11 +151,8 @@ static int respond_job(struct http_request *req, const struct job *job,
 				 created ? "Location" : NULL, location);
 }
 
-/* The most any ?wait= may ask for, whatever max-wait says. */
-#define API_WAIT_MAX 3600
-
 /*
- * ?wait=SECONDS: 0..API_WAIT_MAX; absent means do not wait.  max-wait caps
+ * ?wait=SECONDS: 0..CONFIG_WAIT_MAX; absent means do not wait.  max-wait caps
  * what is asked rather than refusing it: a client cannot know the
  * server's setting, and gemmctl submit --wait asks for 600.
  */
@@ -164,10 +162,10 @@ static int parse_wait(struct api *api, struct http_request *req,
 	const char *v = http_request_query(req, "wait");
 
 	*ret = 0;
-	if (v && parse_uint(v, API_WAIT_MAX, ret) < 0) {
+	if (v && parse_uint(v, CONFIG_WAIT_MAX, ret) < 0) {
 		http_respond_errorf(req, 400, "invalid_value", "wait",
 				    "'wait' must be whole seconds, 0..%u",
-				    API_WAIT_MAX);
+				    CONFIG_WAIT_MAX);
 		return -EINVAL;
 	}
 	*ret = MIN(*ret, api->max_wait);

@@ -107,7 +107,7 @@ static int config_set(struct config *c, const char *key, const char *v)
 	if (!strcmp(key, "max-body"))
 		return set_uint(&c->max_body, v);
 	if (!strcmp(key, "max-wait"))
-		return set_uint(&c->max_wait, v);
+		return parse_uint(v, CONFIG_WAIT_MAX, &c->max_wait);
 	if (!strcmp(key, "max-connections"))
 		return set_uint(&c->max_connections, v);
 	if (!strcmp(key, "per-ip-connections"))

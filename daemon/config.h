@@ -8,6 +8,9 @@
 #include <limits.h>
 #include <stdbool.h>
 
+/* The longest ?wait= a request may ask for, and so max-wait's ceiling. */
+#define CONFIG_WAIT_MAX 3600
+
 struct config {
 	char listen[128]; /* HOST:PORT; port 0 picks a free one */
 	char state_dir[PATH_MAX];
