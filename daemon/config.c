@@ -84,6 +84,21 @@ static int set_string(char *dst, size_t len, const char *v)
 	return 0;
 }
 
+/*
+ * HOST:PORT with a port of 0..65535, checked here so that a typo stops
+ * gemmd at once: getaddrinfo() would take port 99999 as 99999 % 65536,
+ * and the address is only bound after the GPU probe.
+ */
+static int set_listen(struct config *c, const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	unsigned int port;
+
+	if (!colon || colon == v || parse_uint(colon + 1, 65535, &port) < 0)
+		return -EINVAL;
+	return set_string(c->listen, sizeof(c->listen), v);
+}
+
 static int set_uint(unsigned int *dst, const char *v)
 {
 	return parse_uint(v, 1000000000u, dst);
@@ -93,7 +108,7 @@ static int set_uint(unsigned int *dst, const char *v)
 static int config_set(struct config *c, const char *key, const char *v)
 {
 	if (!strcmp(key, "listen"))
-		return set_string(c->listen, sizeof(c->listen), v);
+		return set_listen(c, v);
 	if (!strcmp(key, "state-dir"))
 		return set_string(c->state_dir, sizeof(c->state_dir), v);
 	if (!strcmp(key, "kernel-dir"))
