@@ -401,8 +401,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 static int parse_listen(const char *address, struct addrinfo **ret)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST | AI_PASSIVE |
-					      AI_NUMERICSERV };
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	char host[128];
 	const char *colon = strrchr(address, ':');
 	size_t hl;
