@@ -147,11 +147,29 @@ static char *strip(char *s)
 	return s;
 }
 
+/* One line of the file: blank, a comment or "key = value". */
+static int config_line(struct config *c, char *line, const char **ret_key)
+{
+	char *s = strip(line), *eq;
+
+	*ret_key = NULL;
+	if (!*s || *s == '#')
+		return 0;
+	eq = strchr(s, '=');
+	if (!eq)
+		return -EBADMSG;
+	*eq = '\0';
+	*ret_key = strip(s);
+	return config_set(c, *ret_key, strip(eq + 1));
+}
+
 int config_load_file(struct config *c, const char *path, char *err,
 		     size_t errlen)
 {
-	char line[1024];
+	_cleanup_free_ char *line = NULL;
 	unsigned int lineno = 0;
+	const char *key;
+	size_t alloc = 0;
 	FILE *f;
 	int r = 0;
 
@@ -160,27 +178,20 @@ int config_load_file(struct config *c, const char *path, char *err,
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *s = strip(line), *eq;
-
+	/* getline(), not a fixed buffer: a long line must not split in two. */
+	while (r >= 0 && getline(&line, &alloc, f) >= 0) {
 		lineno++;
-		if (!*s || *s == '#')
-			continue;
-		eq = strchr(s, '=');
-		if (!eq) {
-			snprintf(err, errlen, "%s:%u: expected 'key = value'",
-				 path, lineno);
-			r = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		r = config_set(c, strip(s), strip(eq + 1));
-		if (r < 0) {
-			snprintf(err, errlen, "%s:%u: %s '%s'", path, lineno,
-				 r == -ENOENT ? "unknown key" : "bad value for",
-				 strip(s));
-			break;
-		}
+		r = config_line(c, line, &key);
+	}
+	if (r == -EBADMSG)
+		snprintf(err, errlen, "%s:%u: expected 'key = value'", path,
+			 lineno);
+	else if (r < 0)
+		snprintf(err, errlen, "%s:%u: %s '%s'", path, lineno,
+			 r == -ENOENT ? "unknown key" : "bad value for", key);
+	else if (ferror(f)) {
+		r = errno ? -errno : -EIO;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 	}
 	fclose(f);
 	return r;
