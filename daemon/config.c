@@ -51,7 +51,7 @@ void config_defaults(struct config *c)
 	const char *state = getenv("STATE_DIRECTORY");
 
 	memset(c, 0, sizeof(*c));
-	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8090");
+	snprintf(c->listen, sizeof(c->listen), "%s", CONFIG_LISTEN_DEFAULT);
 	/* systemd's StateDirectory= may hand us a colon-separated list. */
 	if (state && *state)
 		snprintf(c->state_dir, sizeof(c->state_dir), "%.*s",
@@ -82,6 +82,11 @@ static int set_string(char *dst, size_t len, const char *v)
 		return -EINVAL;
 	strcpy(dst, v);
 	return 0;
+}
+
+bool config_listen_changed(const struct config *c)
+{
+	return strcmp(c->listen, CONFIG_LISTEN_DEFAULT) != 0;
 }
 
 /*

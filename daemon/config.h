@@ -10,6 +10,7 @@
 
 /* The longest ?wait= a request may ask for, and so max-wait's ceiling. */
 #define CONFIG_WAIT_MAX 3600
+#define CONFIG_LISTEN_DEFAULT "127.0.0.1:8090"
 
 struct config {
 	char listen[128]; /* HOST:PORT; port 0 picks a free one */
@@ -29,6 +30,8 @@ struct config {
 };
 
 void config_defaults(struct config *c);
+/* Whether listen was set to something else than the built-in default. */
+bool config_listen_changed(const struct config *c);
 /* Reads "key = value" lines; unknown keys and bad values are errors. */
 int config_load_file(struct config *c, const char *path, char *err,
 		     size_t errlen);

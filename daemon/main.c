@@ -137,6 +137,10 @@ static int run(struct config *cfg)
 	job_store_set_notify(jobs, api_job_changed, api);
 
 	hcfg.listen_fd = inherited_listener();
+	if (hcfg.listen_fd >= 0 && config_listen_changed(cfg))
+		log_warning("listen = %s is not used: serving on the socket "
+			    "systemd passed (ListenStream= in gemmd.socket)",
+			    cfg->listen);
 	r = http_server_new(event, &hcfg, api_handle, api, &http);
 	if (r < 0)
 		goto out_api;
