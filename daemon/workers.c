@@ -29,6 +29,7 @@ enum worker_state {
 	WORKER_BUSY,
 	WORKER_RESTARTING,
 	WORKER_FAILED,
+	WORKER_STOPPING, /* alive, but going away: no more jobs */
 	_WORKER_STATE_MAX,
 };
 
@@ -70,7 +71,7 @@ struct workers {
 static const char *const worker_state_names[_WORKER_STATE_MAX] = {
 	[WORKER_STARTING] = "starting", [WORKER_READY] = "ready",
 	[WORKER_BUSY] = "busy",		[WORKER_RESTARTING] = "restarting",
-	[WORKER_FAILED] = "failed",
+	[WORKER_FAILED] = "failed",	[WORKER_STOPPING] = "stopping",
 };
 
 static int worker_spawn(struct worker *w);
@@ -405,14 +406,23 @@ static void on_error(struct worker *w, json_t *msg)
 {
 	struct workers *p = w->pool;
 	const char *text = json_string_value(json_object_get(msg, "message"));
+	bool sticky = json_is_true(json_object_get(msg, "sticky"));
 
 	/* Cut to fit, it must still be UTF-8: it ends up in JSON. */
 	utf8_copy(w->last_error, sizeof(w->last_error),
 		  text ? text : "unknown error");
-	if (!w->job)
-		return;
-	job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s", w->last_error);
-	worker_job_done(w);
+	if (w->job) {
+		job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s",
+			   w->last_error);
+		worker_job_done(w);
+	}
+	/*
+	 * A sticky error poisons the CUDA context and the worker exits
+	 * after saying so: a job sent now would die with it.  The next job
+	 * waits for the worker that replaces it.
+	 */
+	if (sticky)
+		worker_set_state(w, WORKER_STOPPING);
 }
 
 static void worker_handle(struct worker *w, json_t *msg)
