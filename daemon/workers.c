@@ -349,6 +349,8 @@ static void worker_dispatch(struct worker *w)
 	job_start(p->jobs, job, ident);
 	json_decref(ident);
 	w->job = job;
+	/* A crash during this job must not quote an earlier job's error. */
+	w->last_error[0] = '\0';
 	w->kill = KILL_NONE;
 	worker_set_state(w, WORKER_BUSY);
 	timeout = (uint64_t)job->deadline_sec * 1000000ull;
