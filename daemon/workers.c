@@ -316,26 +316,39 @@ static int worker_limits(const struct worker *w, struct device_limits *l)
 	return 0;
 }
 
-static void worker_dispatch(struct worker *w)
+/*
+ * The next queued job for this worker, planned again for its device: its
+ * limits are the ones that count.  A job that cannot be planned fails
+ * here and the next one is tried, so that it does not hold up the queue.
+ */
+static struct job *worker_next_job(struct worker *w)
 {
 	struct workers *p = w->pool;
 	struct gemmd_error err;
 	struct device_limits lim;
 	struct job *job;
+
+	worker_limits(w, &lim);
+	while ((job = job_store_next_for(p->jobs, w->index))) {
+		if (plan_resolve(p->catalog, &job->spec, &lim, &job->plan,
+				 &err) >= 0)
+			return job;
+		job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", err.message);
+	}
+	return NULL;
+}
+
+static void worker_dispatch(struct worker *w)
+{
+	struct workers *p = w->pool;
+	struct job *job;
 	uint64_t timeout;
 	json_t *ident;
 	int r;
 
-	job = job_store_next_for(p->jobs, w->index);
+	job = worker_next_job(w);
 	if (!job)
 		return;
-	worker_limits(w, &lim);
-	/* Plan again for this device: its limits are the ones that count. */
-	r = plan_resolve(p->catalog, &job->spec, &lim, &job->plan, &err);
-	if (r < 0) {
-		job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", err.message);
-		return;
-	}
 	job->planned = true;
 	job->deadline_sec = MIN(job->deadline_sec, p->job_timeout_max);
 	r = worker_send_job(w, job);
