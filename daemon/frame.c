@@ -113,23 +113,38 @@ int frame_read(int fd, json_t **ret)
 	return frame_decode(buf, len, ret);
 }
 
+/* Room for the largest frame that frame_write() sends, header and all. */
+#define READER_MAX ((size_t)FRAME_MAX + 4)
+
+static int reader_grow(struct frame_reader *fr)
+{
+	size_t alloc = fr->alloc ? MIN(fr->alloc * 2, READER_MAX) : 8192;
+	uint8_t *n;
+
+	if (fr->alloc - fr->len >= 4096 || fr->alloc == READER_MAX)
+		return 0;
+	n = realloc(fr->buf, alloc);
+	if (!n)
+		return -ENOMEM;
+	fr->buf = n;
+	fr->alloc = alloc;
+	return 0;
+}
+
 int frame_reader_feed(struct frame_reader *fr, int fd)
 {
 	for (;;) {
 		ssize_t r;
 
-		if (fr->alloc - fr->len < 4096) {
-			size_t alloc = fr->alloc ? fr->alloc * 2 : 8192;
-			uint8_t *n;
-
-			if (alloc > FRAME_MAX + 8192)
-				return -EMSGSIZE;
-			n = realloc(fr->buf, alloc);
-			if (!n)
-				return -ENOMEM;
-			fr->buf = n;
-			fr->alloc = alloc;
-		}
+		if (reader_grow(fr) < 0)
+			return -ENOMEM;
+		/*
+		 * Full: the buffer holds a whole frame of at most FRAME_MAX,
+		 * which frame_reader_next() takes to make room, or a header
+		 * that it refuses.  The rest waits in the socket.
+		 */
+		if (fr->len == fr->alloc)
+			return 0;
 		r = read(fd, fr->buf + fr->len, fr->alloc - fr->len);
 		if (r < 0 && errno == EINTR)
 			continue;

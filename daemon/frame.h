@@ -22,7 +22,12 @@ int frame_write(int fd, const json_t *msg);
 /* Blocking read of one frame; -EPIPE at a clean end of stream. */
 int frame_read(int fd, json_t **ret);
 
-/* Non-blocking side: pull what the socket has, then take whole frames. */
+/*
+ * Non-blocking side: pull what the socket has, then take whole frames.
+ * feed stops at a full buffer (one frame of FRAME_MAX and its header):
+ * take frames, then feed again.  next returns -EMSGSIZE for a frame too
+ * large and -EBADMSG for one that is not a JSON object.
+ */
 int frame_reader_feed(struct frame_reader *fr, int fd);
 int frame_reader_next(struct frame_reader *fr, json_t **ret);
 void frame_reader_done(struct frame_reader *fr);

@@ -2,7 +2,9 @@
 /*
  * test-frame - framed JSON over a socketpair: whole, split, large, bad.
  */
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -87,6 +89,70 @@ static void test_large(void)
 	json_decref(in);
 }
 
+/* A frame of FRAME_MAX bytes is legal to send, so it must be read. */
+static void test_reader_max(void)
+{
+	struct frame_reader fr = { 0 };
+	json_t *in, *out = NULL;
+	size_t pad = FRAME_MAX - strlen("{\"b\":\"\"}");
+	char *big = malloc(pad + 1);
+	int sv[2], r = 0, got = 0;
+	pid_t pid;
+
+	CHECK(big != NULL);
+	memset(big, 'x', pad);
+	big[pad] = '\0';
+	in = json_pack("{s:s}", "b", big);
+	free(big);
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(sv[1]);
+		r = frame_write(sv[0], in);
+		if (r == 0)
+			r = frame_write(sv[0], in);
+		_exit(r == 0 ? 0 : 1);
+	}
+	close(sv[0]);
+	fd_set_nonblock(sv[1], true);
+	while (r == 0 && got < 2) {
+		struct pollfd pfd = { .fd = sv[1], .events = POLLIN };
+
+		CHECK_EQ_INT(poll(&pfd, 1, 10000), 1);
+		r = frame_reader_feed(&fr, sv[1]);
+		while (frame_reader_next(&fr, &out) > 0) {
+			CHECK(json_equal(in, out));
+			json_decref(out);
+			got++;
+		}
+	}
+	CHECK_EQ_INT(got, 2);
+	/* Closed first: a writer still blocked then fails, not hangs. */
+	close(sv[1]);
+	CHECK(waitpid(pid, &r, 0) == pid && WIFEXITED(r) &&
+	      WEXITSTATUS(r) == 0);
+	frame_reader_done(&fr);
+	json_decref(in);
+}
+
+/* A header over FRAME_MAX is refused before any of the body is read. */
+static void test_reader_too_large(void)
+{
+	static const uint8_t hdr[4] = { 0x01, 0x00, 0x00, 0x01 };
+	struct frame_reader fr = { 0 };
+	json_t *out = NULL;
+	int sv[2];
+
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fd_set_nonblock(sv[1], true);
+	CHECK_EQ_INT(write(sv[0], hdr, sizeof(hdr)), sizeof(hdr));
+	CHECK_EQ_INT(frame_reader_feed(&fr, sv[1]), 0);
+	CHECK_EQ_INT(frame_reader_next(&fr, &out), -EMSGSIZE);
+	close(sv[0]);
+	close(sv[1]);
+	frame_reader_done(&fr);
+}
+
 static void test_bad_frames(void)
 {
 	static const uint8_t huge[4] = { 0xff, 0xff, 0xff, 0xff };
@@ -114,6 +180,8 @@ int main(void)
 	RUN_TEST(test_round_trip);
 	RUN_TEST(test_split);
 	RUN_TEST(test_large);
+	RUN_TEST(test_reader_max);
+	RUN_TEST(test_reader_too_large);
 	RUN_TEST(test_bad_frames);
 	return check_exit();
 }
