@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -38,6 +39,7 @@ enum kill_reason {
 	KILL_TIMEOUT,
 	KILL_CANCEL,
 	KILL_SHUTDOWN,
+	KILL_FAULT, /* it broke the protocol: last_error says how */
 };
 
 struct worker {
@@ -47,6 +49,7 @@ struct worker {
 	pid_t pid;
 	int fd;
 	sd_event_source *io, *child, *timer;
+	sd_event_source *watchdog; /* kills a worker that stops answering */
 	struct frame_reader fr;
 	json_t *device; /* from the probe, then from the worker */
 	struct job *job;
@@ -99,6 +102,7 @@ static void worker_release(struct worker *w)
 {
 	w->io = sd_event_source_disable_unref(w->io);
 	w->timer = sd_event_source_disable_unref(w->timer);
+	w->watchdog = sd_event_source_disable_unref(w->watchdog);
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -295,6 +299,38 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/*
+ * A worker that breaks the protocol can be trusted with neither its job
+ * nor the next: kill it, and let on_worker_exit() fail the job and start
+ * a new one.  Said once: what it sends after that is not read.
+ */
+static void worker_fault(struct worker *w, const char *fmt, ...)
+{
+	char what[200];
+	va_list ap;
+
+	if (w->kill != KILL_NONE)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_warning("Worker %d (pid %d) %s: killing it", w->index, (int)w->pid,
+		    what);
+	utf8_copy(w->last_error, sizeof(w->last_error), what);
+	w->kill = KILL_FAULT;
+	worker_set_state(w, WORKER_STOPPING);
+	if (w->pid > 0)
+		kill(w->pid, SIGKILL);
+}
+
+static void worker_watch(struct worker *w, uint64_t usec,
+			 sd_event_time_handler_t handler)
+{
+	w->watchdog = sd_event_source_disable_unref(w->watchdog);
+	sd_event_add_time_relative(w->pool->event, &w->watchdog,
+				   CLOCK_MONOTONIC, usec, 0, handler, w);
+}
+
 static int worker_send_job(struct worker *w, struct job *job)
 {
 	json_t *msg;
@@ -353,9 +389,8 @@ static void worker_dispatch(struct worker *w)
 	job->deadline_sec = MIN(job->deadline_sec, p->job_timeout_max);
 	r = worker_send_job(w, job);
 	if (r < 0) {
-		/* The worker is going away; its exit handler restarts it. */
-		log_warning_errno(r, "Cannot send job to worker %d: %m",
-				  w->index);
+		/* The job stays queued for the worker that replaces it. */
+		worker_fault(w, "cannot be sent a job: %s", strerror(-r));
 		return;
 	}
 	ident = device_identity(w);
@@ -392,6 +427,10 @@ static void on_hello(struct worker *w, json_t *msg)
 {
 	json_t *dev = json_object_get(msg, "device");
 
+	if (w->state != WORKER_STARTING) {
+		worker_fault(w, "said hello twice");
+		return;
+	}
 	if (json_is_object(dev)) {
 		json_decref(w->device);
 		w->device = json_incref(dev);
@@ -411,6 +450,10 @@ static void on_result(struct worker *w, json_t *msg)
 	if (!w->job || !id || strcmp(id, w->job->id) != 0) {
 		log_warning("Worker %d sent a result for a job it does not run",
 			    w->index);
+		return;
+	}
+	if (!json_is_object(result)) {
+		worker_fault(w, "sent a result without one");
 		return;
 	}
 	job_finish(p->jobs, w->job, JOB_DONE, json_incref(result), NULL);
@@ -445,8 +488,8 @@ static void worker_handle(struct worker *w, json_t *msg)
 	const char *type = json_string_value(json_object_get(msg, "type"));
 
 	if (!type)
-		return;
-	if (!strcmp(type, "hello"))
+		worker_fault(w, "sent a message without a type");
+	else if (!strcmp(type, "hello"))
 		on_hello(w, msg);
 	else if (!strcmp(type, "result"))
 		on_result(w, msg);
@@ -454,21 +497,49 @@ static void worker_handle(struct worker *w, json_t *msg)
 		on_error(w, msg);
 }
 
+static void worker_read_frames(struct worker *w)
+{
+	json_t *msg;
+	int r;
+
+	while (w->kill != KILL_FAULT) {
+		r = frame_reader_next(&w->fr, &msg);
+		if (r == -EMSGSIZE)
+			worker_fault(w, "sent a frame over %u bytes",
+				     FRAME_MAX);
+		else if (r < 0)
+			worker_fault(w,
+				     "sent a frame that is not a JSON object");
+		if (r <= 0)
+			return;
+		worker_handle(w, msg);
+		json_decref(msg);
+	}
+}
+
+static int on_exit_grace(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	worker_fault(userdata, "closed its socket but did not exit");
+	return 0;
+}
+
 static int on_worker_io(sd_event_source *s, int fd, uint32_t revents,
 			void *userdata)
 {
 	struct worker *w = userdata;
-	json_t *msg;
 	int r;
 
 	r = frame_reader_feed(&w->fr, fd);
-	while (frame_reader_next(&w->fr, &msg) > 0) {
-		worker_handle(w, msg);
-		json_decref(msg);
-	}
+	worker_read_frames(w);
 	if (r < 0) {
-		/* End of stream: the child handler does the rest. */
+		/*
+		 * End of stream.  An exiting worker closes its socket too,
+		 * so wait a moment for the exit before calling it a fault:
+		 * one that stays alive without it would never get a job.
+		 */
 		w->io = sd_event_source_disable_unref(w->io);
+		if (w->kill == KILL_NONE)
+			worker_watch(w, KILL_GRACE_USEC, on_exit_grace);
 		return 0;
 	}
 	workers_kick(w->pool);
@@ -509,6 +580,7 @@ static void fail_running_job(struct worker *w, const char *how)
 			   "daemon shutting down");
 		break;
 	case KILL_NONE:
+	case KILL_FAULT:
 		job_finish(p->jobs, job, JOB_FAILED, NULL,
 			   "worker for GPU %d %s%s%s", w->index, how,
 			   w->last_error[0] ? ": " : "", w->last_error);
@@ -562,6 +634,8 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	if (w->kill == KILL_NONE)
 		log_warning("Worker %d (pid %d) %s", w->index, (int)w->pid,
 			    how);
+	/* Gone: a fault found in what it said last has nothing to kill. */
+	w->pid = 0;
 	if (w->state == WORKER_STARTING)
 		w->start_failures++;
 	/* Drain what it said last (an error message) before judging it. */
@@ -569,7 +643,6 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 		on_worker_io(w->io, w->fd, EPOLLIN, w);
 	fail_running_job(w, how);
 	w->child = sd_event_source_disable_unref(w->child);
-	w->pid = 0;
 	worker_release(w);
 	w->restarts++;
 	schedule_restart(w);
