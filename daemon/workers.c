@@ -21,6 +21,12 @@
 #define PROBE_OUTPUT_MAX (1u << 20)
 #define RESTART_DELAY_MAX_USEC (30 * 1000000ull)
 #define START_FAILURES_MAX 5
+/*
+ * A worker says hello once it has a CUDA context, which takes seconds.
+ * One stuck in cuInit() on a wedged GPU never would, and the jobs queued
+ * for its device would wait for it forever.
+ */
+#define HELLO_TIMEOUT_USEC (60 * 1000000ull)
 /* A killed worker may be inside a kernel; the driver needs a moment. */
 #define KILL_GRACE_USEC (2 * 1000000ull)
 
@@ -56,6 +62,7 @@ struct worker {
 	enum kill_reason kill;
 	unsigned int restarts;
 	unsigned int start_failures;
+	bool said_hello; /* since it was spawned */
 	char last_error[256];
 };
 
@@ -431,6 +438,8 @@ static void on_hello(struct worker *w, json_t *msg)
 		worker_fault(w, "said hello twice");
 		return;
 	}
+	w->said_hello = true;
+	w->watchdog = sd_event_source_disable_unref(w->watchdog);
 	if (json_is_object(dev)) {
 		json_decref(w->device);
 		w->device = json_incref(dev);
@@ -636,7 +645,8 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 			    how);
 	/* Gone: a fault found in what it said last has nothing to kill. */
 	w->pid = 0;
-	if (w->state == WORKER_STARTING)
+	/* Also when it was killed for taking too long to say hello. */
+	if (!w->said_hello)
 		w->start_failures++;
 	/* Drain what it said last (an error message) before judging it. */
 	if (w->io)
@@ -646,6 +656,13 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	worker_release(w);
 	w->restarts++;
 	schedule_restart(w);
+	return 0;
+}
+
+static int on_hello_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	worker_fault(userdata, "said no hello within %llu s",
+		     HELLO_TIMEOUT_USEC / 1000000);
 	return 0;
 }
 
@@ -671,12 +688,18 @@ static int worker_spawn(struct worker *w)
 	w->fd = sv[0];
 	w->last_error[0] = '\0';
 	w->kill = KILL_NONE;
+	w->said_hello = false;
 	fd_set_nonblock(w->fd, true);
 	worker_set_state(w, WORKER_STARTING);
 	r = sd_event_add_io(p->event, &w->io, w->fd, EPOLLIN, on_worker_io, w);
 	if (r >= 0)
 		r = sd_event_add_child(p->event, &w->child, w->pid, WEXITED,
 				       on_worker_exit, w);
+	if (r >= 0)
+		r = sd_event_add_time_relative(p->event, &w->watchdog,
+					       CLOCK_MONOTONIC,
+					       HELLO_TIMEOUT_USEC, 0,
+					       on_hello_timeout, w);
 	if (r < 0) {
 		kill(w->pid, SIGKILL);
 		waitpid(w->pid, NULL, 0);
