@@ -62,6 +62,7 @@ struct worker {
 	enum kill_reason kill;
 	unsigned int restarts;
 	unsigned int start_failures;
+	unsigned int crashes; /* exits not asked for since a job finished */
 	bool said_hello; /* since it was spawned */
 	char last_error[256];
 };
@@ -424,6 +425,8 @@ void workers_kick(struct workers *p)
 
 static void worker_job_done(struct worker *w)
 {
+	/* It can run jobs: whatever killed it before did not last. */
+	w->crashes = 0;
 	w->job = NULL;
 	w->timer = sd_event_source_disable_unref(w->timer);
 	if (w->state == WORKER_BUSY)
@@ -624,13 +627,27 @@ static void schedule_restart(struct worker *w)
 			  w->index, w->start_failures, w->index);
 		return;
 	}
-	/* A worker that died right after a kill restarts after a grace. */
-	delay = w->start_failures ? MIN(1000000ull << w->start_failures,
-					RESTART_DELAY_MAX_USEC) :
-				    KILL_GRACE_USEC / 4;
+	/*
+	 * A worker that died right after a kill restarts after a grace.
+	 * One that keeps dying, before hello or after it, backs off.
+	 */
+	if (!w->crashes)
+		delay = KILL_GRACE_USEC / 4;
+	else if (w->crashes >= 5)
+		delay = RESTART_DELAY_MAX_USEC;
+	else
+		delay = MIN(1000000ull << w->crashes, RESTART_DELAY_MAX_USEC);
 	worker_set_state(w, WORKER_RESTARTING);
 	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC, delay,
 				   0, on_restart, w);
+}
+
+/* An exit we neither asked for nor were told of (a sticky error) is a crash. */
+static bool worker_crashed(const struct worker *w)
+{
+	if (w->kill == KILL_FAULT)
+		return true;
+	return w->kill == KILL_NONE && w->state != WORKER_STOPPING;
 }
 
 static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
@@ -651,6 +668,8 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	/* Drain what it said last (an error message) before judging it. */
 	if (w->io)
 		on_worker_io(w->io, w->fd, EPOLLIN, w);
+	if (worker_crashed(w))
+		w->crashes++;
 	fail_running_job(w, how);
 	w->child = sd_event_source_disable_unref(w->child);
 	worker_release(w);
