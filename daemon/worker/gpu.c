@@ -906,7 +906,8 @@ static int run_validate_launch(struct run *r)
  * verification catches it and the diagnosis points at it, or with a
  * stress that must not change the result.  Unset or empty: none, as
  * always outside those tests.  A name not known fails the job, so that
- * a misspelt fault cannot pass for a test of nothing.
+ * a misspelt fault cannot pass for a test of nothing.  Faults with no
+ * bit are the worker's own, not the kernel's: main.c acts on them.
  */
 static const struct {
 	const char *name;
@@ -917,6 +918,7 @@ static const struct {
 	  "a deliberate pipeline bug" },
 	{ "placement_skew", GEMMD_FAULT_PLACEMENT_SKEW,
 	  "a GPC map that puts every SM in one group" },
+	{ "sticky_error", 0, NULL },
 };
 
 static int run_fault(struct run *r)
@@ -933,9 +935,12 @@ static int run_fault(struct run *r)
 	if (i == ARRAY_SIZE(faults))
 		return run_invalid(r,
 				   "GEMMD_FAULT=%s: no such fault (known: "
-				   "early_release, placement_skew)",
+				   "early_release, placement_skew, "
+				   "sticky_error)",
 				   f);
 	r->fault = faults[i].bit;
+	if (!r->fault)
+		return 0;
 	if (!told)
 		log_warning("GEMMD_FAULT=%s: every launch of a kernel under "
 			    "test carries %s",
