@@ -181,6 +181,7 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 			struct device_limits *lim, struct gemmd_error *err)
 {
 	unsigned int n = workers_count(api->workers);
+	char why[256];
 
 	memset(lim, 0, sizeof(*lim));
 	if (!n && !spec->dry_run)
@@ -194,6 +195,11 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 				       spec->device, n);
 	if (!n)
 		return 0;
+	if (!spec->dry_run &&
+	    !workers_in_service(api->workers, spec->device, why, sizeof(why)))
+		return gemmd_error_set(err, 503, "out_of_service",
+				       spec->device >= 0 ? "device" : NULL,
+				       "%s", why);
 	/* The device the job names, or every one: it may land on any. */
 	workers_device_limits(api->workers, spec->device, lim);
 	return plan_check_baseline(spec, lim->cublaslt, err);

@@ -74,6 +74,8 @@ void config_defaults(struct config *c)
 	c->per_ip_connections = 256;
 	c->connection_timeout = 60;
 	c->job_timeout_max = 600;
+	c->worker_start_timeout = 60;
+	c->worker_retry = 300;
 }
 
 static int set_string(char *dst, size_t len, const char *v)
@@ -109,6 +111,18 @@ static int set_uint(unsigned int *dst, const char *v)
 	return parse_uint(v, 1000000000u, dst);
 }
 
+/* A duration of 1 s to a day: sd-event's timers take microseconds. */
+static int set_seconds(unsigned int *dst, const char *v)
+{
+	unsigned int sec;
+	int r = parse_uint(v, CONFIG_SECONDS_MAX, &sec);
+
+	if (r < 0 || !sec)
+		return -EINVAL;
+	*dst = sec;
+	return 0;
+}
+
 /* One setting by name, as both the file and the flags spell it. */
 static int config_set(struct config *c, const char *key, const char *v)
 {
@@ -136,6 +150,10 @@ static int config_set(struct config *c, const char *key, const char *v)
 		return set_uint(&c->connection_timeout, v);
 	if (!strcmp(key, "job-timeout-max"))
 		return set_uint(&c->job_timeout_max, v);
+	if (!strcmp(key, "worker-start-timeout"))
+		return set_seconds(&c->worker_start_timeout, v);
+	if (!strcmp(key, "worker-retry"))
+		return parse_uint(v, CONFIG_SECONDS_MAX, &c->worker_retry);
 	return -ENOENT;
 }
 

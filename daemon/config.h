@@ -10,6 +10,8 @@
 
 /* The longest ?wait= a request may ask for, and so max-wait's ceiling. */
 #define CONFIG_WAIT_MAX 3600
+/* The longest worker-start-timeout and worker-retry: a day. */
+#define CONFIG_SECONDS_MAX 86400
 #define CONFIG_LISTEN_DEFAULT "127.0.0.1:8090"
 
 struct config {
@@ -26,6 +28,8 @@ struct config {
 	unsigned int per_ip_connections;
 	unsigned int connection_timeout; /* idle seconds */
 	unsigned int job_timeout_max; /* cap on a job's deadline */
+	unsigned int worker_start_timeout; /* seconds to hello (and probe) */
+	unsigned int worker_retry; /* seconds before a failed GPU is retried */
 	bool debug;
 };
 

@@ -177,17 +177,33 @@ struct job *job_store_find(struct job_store *s, const char *id)
 	return NULL;
 }
 
-struct job *job_store_next_for(struct job_store *s, int device)
+/* Whether the job names this device; -1 for one that names none. */
+static bool job_names(const struct job *job, int device)
+{
+	return device < 0 ? job->spec.device < 0 : job->spec.device == device;
+}
+
+static struct job *queue_first(struct job_store *s, int device, bool or_any)
 {
 	struct list_head *pos;
 
 	list_for_each(pos, &s->queue) {
 		struct job *job = list_entry(pos, struct job, queue);
 
-		if (job->spec.device < 0 || job->spec.device == device)
+		if (job_names(job, device) || (or_any && job->spec.device < 0))
 			return job;
 	}
 	return NULL;
+}
+
+struct job *job_store_next_for(struct job_store *s, int device)
+{
+	return queue_first(s, device, true);
+}
+
+struct job *job_store_next_named(struct job_store *s, int device)
+{
+	return queue_first(s, device, false);
 }
 
 unsigned int job_store_queued(const struct job_store *s)

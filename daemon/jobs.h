@@ -64,6 +64,8 @@ struct job *job_store_find(struct job_store *s, const char *id);
 
 /* The oldest queued job that may run on this device index, or NULL. */
 struct job *job_store_next_for(struct job_store *s, int device);
+/* The oldest queued job that names this device (-1: that names none). */
+struct job *job_store_next_named(struct job_store *s, int device);
 unsigned int job_store_queued(const struct job_store *s);
 unsigned int job_store_count(const struct job_store *s);
 

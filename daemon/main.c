@@ -89,10 +89,13 @@ static void load_catalog(const char *dir, struct catalog **ret)
 
 static int run(struct config *cfg)
 {
-	struct workers_config wcfg = { .worker_path = cfg->worker_path,
-				       .kernel_dir = cfg->kernel_dir,
-				       .job_timeout_max =
-					       cfg->job_timeout_max };
+	struct workers_config wcfg = {
+		.worker_path = cfg->worker_path,
+		.kernel_dir = cfg->kernel_dir,
+		.job_timeout_max = cfg->job_timeout_max,
+		.start_timeout = cfg->worker_start_timeout,
+		.retry = cfg->worker_retry,
+	};
 	struct http_config hcfg = {
 		.listen = cfg->listen,
 		.max_body = cfg->max_body,
@@ -129,6 +132,11 @@ static int run(struct config *cfg)
 		goto out_jobs;
 	sd_notify(0, "STATUS=Probing GPUs");
 	r = workers_probe(workers);
+	if (r == -ECANCELED) {
+		/* SIGTERM during the probe: a clean stop, not a failure. */
+		r = 0;
+		goto out_workers;
+	}
 	if (r < 0)
 		goto out_workers;
 	r = api_new(event, jobs, workers, catalog, cfg->max_wait, &api);

@@ -17,18 +17,14 @@
 #include "util.h"
 #include "workers.h"
 
-#define PROBE_TIMEOUT_MS 60000
 #define PROBE_OUTPUT_MAX (1u << 20)
+/* A crash loop backs off from 0.5 s, doubling, up to 30 s. */
+#define RESTART_DELAY_MIN_USEC 250000ull
 #define RESTART_DELAY_MAX_USEC (30 * 1000000ull)
 #define START_FAILURES_MAX 5
-/*
- * A worker says hello once it has a CUDA context, which takes seconds.
- * One stuck in cuInit() on a wedged GPU never would, and the jobs queued
- * for its device would wait for it forever.
- */
-#define HELLO_TIMEOUT_USEC (60 * 1000000ull)
 /* A killed worker may be inside a kernel; the driver needs a moment. */
 #define KILL_GRACE_USEC (2 * 1000000ull)
+#define USEC_PER_SEC 1000000ull
 
 enum worker_state {
 	WORKER_STARTING,
@@ -64,6 +60,7 @@ struct worker {
 	unsigned int start_failures;
 	unsigned int crashes; /* exits not asked for since a job finished */
 	bool said_hello; /* since it was spawned */
+	uint64_t retry_usec; /* CLOCK_MONOTONIC of the next try while failed */
 	char last_error[256];
 };
 
@@ -74,6 +71,14 @@ struct workers {
 	char worker_path[4096];
 	char kernel_dir[4096];
 	unsigned int job_timeout_max;
+	/*
+	 * A worker says hello once it has a CUDA context, which takes
+	 * seconds.  One stuck in cuInit() on a wedged GPU never would, and
+	 * the jobs queued for its device would wait for it forever.  The
+	 * probe gets as long.
+	 */
+	uint64_t start_timeout_usec;
+	uint64_t retry_usec; /* how long a failed worker rests; 0: for good */
 	struct worker *w;
 	unsigned int n;
 	bool shutting_down;
@@ -102,6 +107,8 @@ int workers_new(sd_event *event, struct job_store *jobs,
 		 cfg->worker_path);
 	snprintf(p->kernel_dir, sizeof(p->kernel_dir), "%s", cfg->kernel_dir);
 	p->job_timeout_max = cfg->job_timeout_max;
+	p->start_timeout_usec = cfg->start_timeout * USEC_PER_SEC;
+	p->retry_usec = cfg->retry * USEC_PER_SEC;
 	*ret = p;
 	return 0;
 }
@@ -167,26 +174,50 @@ static int spawn(const char *path, char *const argv[], int child_fd,
 	_exit(127);
 }
 
-static int read_probe_output(int fd, char **ret)
+/*
+ * A stop asked for while the probe runs.  SIGTERM stays blocked until the
+ * event loop takes it, and systemd must not wait out a hung probe.
+ */
+static bool stop_pending(void)
+{
+	sigset_t set;
+
+	return sigpending(&set) == 0 && (sigismember(&set, SIGTERM) == 1 ||
+					 sigismember(&set, SIGINT) == 1);
+}
+
+/* Until the deadline, or -ECANCELED at once when gemmd is told to stop. */
+static int wait_slice(uint64_t deadline, int *ret_ms)
+{
+	uint64_t now = now_usec();
+
+	if (stop_pending())
+		return -ECANCELED;
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	*ret_ms = (int)MIN((deadline - now + 999) / 1000, 100);
+	return 0;
+}
+
+static int read_probe_output(int fd, uint64_t deadline, char **ret)
 {
 	_cleanup_free_ char *buf = malloc(PROBE_OUTPUT_MAX + 1);
-	uint64_t deadline = now_usec() + PROBE_TIMEOUT_MS * 1000ull;
 	size_t len = 0;
+	int ms;
 
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = now_usec();
-		ssize_t r;
+		ssize_t r = wait_slice(deadline, &ms);
 
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)((deadline - now) / 1000));
-		if (r < 0 && errno == EINTR)
+		if (r < 0)
+			return (int)r;
+		r = poll(&pfd, 1, ms);
+		if (r == 0 || (r < 0 && errno == EINTR))
 			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ETIMEDOUT;
+		if (r < 0)
+			return -errno;
 		r = read(fd, buf + len, PROBE_OUTPUT_MAX - len);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -203,15 +234,43 @@ static int read_probe_output(int fd, char **ret)
 	return 0;
 }
 
-static int probe_wait(pid_t pid, int *ret_status)
+/* A probe may close its output and still hang: it gets the same deadline. */
+static int probe_wait(pid_t pid, uint64_t deadline, int *ret_status)
 {
-	int status;
+	int status, ms, r;
 
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+	for (;;) {
+		pid_t got = waitpid(pid, &status, WNOHANG);
+
+		if (got == pid) {
+			*ret_status = status;
+			return 0;
+		}
+		if (got < 0 && errno != EINTR)
 			return -errno;
-	*ret_status = status;
-	return 0;
+		r = wait_slice(deadline, &ms);
+		if (r < 0)
+			return r;
+		sleep_ms((unsigned int)MIN(ms, 10));
+	}
+}
+
+/*
+ * Kill a probe that overran.  One stuck in the driver may not die at
+ * once; it is not waited for long, and systemd reaps what is left.
+ */
+static void probe_kill(pid_t pid)
+{
+	int i;
+
+	kill(pid, SIGKILL);
+	for (i = 0; i < 100; i++) {
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return;
+		sleep_ms(10);
+	}
+	log_warning("The device probe (pid %d) did not die when killed",
+		    (int)pid);
 }
 
 static int parse_probe(struct workers *p, const char *out)
@@ -245,10 +304,22 @@ static int parse_probe(struct workers *p, const char *out)
 	return 0;
 }
 
-int workers_probe(struct workers *p)
+/* "exited with status 1", "killed by signal SEGV": code is either. */
+static void describe_end(bool exited, int code, char *buf, size_t len)
+{
+	if (exited)
+		snprintf(buf, len, "exited with status %d", code);
+	else
+		snprintf(buf, len, "killed by signal %s",
+			 sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+}
+
+/* Runs "gemmd-worker --probe" and leaves its output in *ret_out. */
+static int probe_run(struct workers *p, char **ret_out, char *how,
+		     size_t howlen)
 {
 	char *argv[] = { p->worker_path, (char *)"--probe", NULL };
-	_cleanup_free_ char *out = NULL;
+	uint64_t deadline = now_usec() + p->start_timeout_usec;
 	int pipefd[2], status = 0, r;
 	pid_t pid = 0;
 
@@ -258,18 +329,46 @@ int workers_probe(struct workers *p)
 	close(pipefd[1]);
 	if (r < 0) {
 		close(pipefd[0]);
-		return log_error_errno(r, "Cannot start %s: %m",
-				       p->worker_path);
+		snprintf(how, howlen, "could not start: %s", strerror(-r));
+		return r;
 	}
-	r = read_probe_output(pipefd[0], &out);
+	r = read_probe_output(pipefd[0], deadline, ret_out);
 	close(pipefd[0]);
-	if (r < 0)
-		kill(pid, SIGKILL);
-	if (probe_wait(pid, &status) < 0 || r < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0) {
-		log_warning("No GPUs: the device probe (%s --probe) failed; "
+	if (r >= 0)
+		r = probe_wait(pid, deadline, &status);
+	if (r < 0) {
+		probe_kill(pid);
+		if (r == -ETIMEDOUT)
+			snprintf(how, howlen, "took over %llu s",
+				 (unsigned long long)(p->start_timeout_usec /
+						      USEC_PER_SEC));
+		else
+			snprintf(how, howlen, "failed: %s", strerror(-r));
+		return r;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	describe_end(WIFEXITED(status),
+		     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+		     how, howlen);
+	return -EIO;
+}
+
+int workers_probe(struct workers *p)
+{
+	_cleanup_free_ char *out = NULL;
+	char how[64] = "";
+	int r;
+
+	r = probe_run(p, &out, how, sizeof(how));
+	if (r == -ECANCELED) {
+		log_info("Told to stop during the device probe");
+		return r;
+	}
+	if (r < 0) {
+		log_warning("No GPUs: the device probe (%s --probe) %s; "
 			    "serving without devices",
-			    p->worker_path);
+			    p->worker_path, how);
 		return 0;
 	}
 	r = parse_probe(p, out);
@@ -560,13 +659,7 @@ static int on_worker_io(sd_event_source *s, int fd, uint32_t revents,
 
 static void describe_exit(const siginfo_t *si, char *buf, size_t len)
 {
-	if (si->si_code == CLD_EXITED)
-		snprintf(buf, len, "exited with status %d", si->si_status);
-	else
-		snprintf(buf, len, "killed by signal %s",
-			 sigabbrev_np(si->si_status) ?
-				 sigabbrev_np(si->si_status) :
-				 "?");
+	describe_end(si->si_code == CLD_EXITED, si->si_status, buf, len);
 }
 
 /* The job a dead worker was running ends with the reason it died. */
@@ -601,45 +694,111 @@ static void fail_running_job(struct worker *w, const char *how)
 	w->job = NULL;
 }
 
+/*
+ * A queued job that cannot run any more: it names a GPU out of service,
+ * or names none while every GPU is.  It fails now, with the reason,
+ * rather than wait for a worker that may never come back.
+ */
+static void fail_stranded_jobs(struct workers *p, struct worker *w)
+{
+	char why[200];
+	struct job *job;
+
+	if (!workers_in_service(p, w->index, why, sizeof(why)))
+		while ((job = job_store_next_named(p->jobs, w->index)))
+			job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", why);
+	if (!workers_in_service(p, -1, why, sizeof(why)))
+		while ((job = job_store_next_named(p->jobs, -1)))
+			job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", why);
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Out of service until the retry, with what went wrong in last_error. */
+static void worker_out_of_service(struct worker *w, const char *how)
+{
+	struct workers *p = w->pool;
+	char what[sizeof(w->last_error)];
+
+	/* Formatted aside: it quotes last_error. */
+	utf8_format(what, sizeof(what),
+		    "its worker failed to start %u times in a row (last: "
+		    "%s%s%s)",
+		    w->start_failures, how, w->last_error[0] ? ": " : "",
+		    w->last_error);
+	memcpy(w->last_error, what, sizeof(what));
+	worker_set_state(w, WORKER_FAILED);
+	log_error("GPU %d is out of service: %s", w->index, w->last_error);
+	w->retry_usec = 0;
+	if (p->retry_usec &&
+	    sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+				       p->retry_usec, 0, on_retry, w) >= 0)
+		w->retry_usec = now_usec() + p->retry_usec;
+	fail_stranded_jobs(p, w);
+}
+
+static void schedule_restart(struct worker *w, const char *how);
+
+/* A spawn that failed counts as a start that failed. */
+static void worker_respawn(struct worker *w)
+{
+	char how[128];
+	int r = worker_spawn(w);
+
+	if (r >= 0)
+		return;
+	snprintf(how, sizeof(how), "could not be started: %s", strerror(-r));
+	log_error("Worker %d %s", w->index, how);
+	w->start_failures++;
+	w->crashes++;
+	schedule_restart(w, how);
+}
+
 static int on_restart(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct worker *w = userdata;
-	int r;
 
 	w->timer = sd_event_source_disable_unref(w->timer);
-	r = worker_spawn(w);
-	if (r < 0)
-		log_error_errno(r, "Cannot restart worker %d: %m", w->index);
+	worker_respawn(w);
 	return 0;
 }
 
-static void schedule_restart(struct worker *w)
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct worker *w = userdata;
+
+	w->timer = sd_event_source_disable_unref(w->timer);
+	log_info("Trying GPU %d again", w->index);
+	/* One try: a failed start puts it straight back out of service. */
+	w->start_failures = START_FAILURES_MAX - 1;
+	w->crashes = 0;
+	worker_respawn(w);
+	return 0;
+}
+
+static uint64_t restart_delay(const struct worker *w)
+{
+	/* One that died right after a kill restarts after a grace. */
+	if (!w->crashes)
+		return KILL_GRACE_USEC / 4;
+	/* One that keeps dying, before hello or after it, backs off. */
+	return MIN(RESTART_DELAY_MIN_USEC << MIN(w->crashes, 8u),
+		   RESTART_DELAY_MAX_USEC);
+}
+
+static void schedule_restart(struct worker *w, const char *how)
 {
 	struct workers *p = w->pool;
-	uint64_t delay;
 
 	if (p->shutting_down)
 		return;
 	if (w->start_failures >= START_FAILURES_MAX) {
-		worker_set_state(w, WORKER_FAILED);
-		log_error("Worker %d failed to start %u times; GPU %d is "
-			  "out of service",
-			  w->index, w->start_failures, w->index);
+		worker_out_of_service(w, how);
 		return;
 	}
-	/*
-	 * A worker that died right after a kill restarts after a grace.
-	 * One that keeps dying, before hello or after it, backs off.
-	 */
-	if (!w->crashes)
-		delay = KILL_GRACE_USEC / 4;
-	else if (w->crashes >= 5)
-		delay = RESTART_DELAY_MAX_USEC;
-	else
-		delay = MIN(1000000ull << w->crashes, RESTART_DELAY_MAX_USEC);
 	worker_set_state(w, WORKER_RESTARTING);
-	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC, delay,
-				   0, on_restart, w);
+	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+				   restart_delay(w), 0, on_restart, w);
 }
 
 /* An exit we neither asked for nor were told of (a sticky error) is a crash. */
@@ -674,14 +833,17 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	w->child = sd_event_source_disable_unref(w->child);
 	worker_release(w);
 	w->restarts++;
-	schedule_restart(w);
+	schedule_restart(w, how);
 	return 0;
 }
 
 static int on_hello_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	worker_fault(userdata, "said no hello within %llu s",
-		     HELLO_TIMEOUT_USEC / 1000000);
+	struct worker *w = userdata;
+
+	worker_fault(w, "said no hello within %llu s",
+		     (unsigned long long)(w->pool->start_timeout_usec /
+					  USEC_PER_SEC));
 	return 0;
 }
 
@@ -717,7 +879,7 @@ static int worker_spawn(struct worker *w)
 	if (r >= 0)
 		r = sd_event_add_time_relative(p->event, &w->watchdog,
 					       CLOCK_MONOTONIC,
-					       HELLO_TIMEOUT_USEC, 0,
+					       p->start_timeout_usec, 0,
 					       on_hello_timeout, w);
 	if (r < 0) {
 		kill(w->pid, SIGKILL);
@@ -770,6 +932,51 @@ void workers_cancel(struct workers *p, struct job *job)
 unsigned int workers_count(const struct workers *p)
 {
 	return p->n;
+}
+
+static void describe_outage(const struct worker *w, char *buf, size_t len)
+{
+	uint64_t now = now_usec();
+	char when[64];
+
+	if (!w->retry_usec)
+		snprintf(when, sizeof(when),
+			 "not retried until gemmd restarts");
+	else
+		snprintf(when, sizeof(when), "next try in %llu s",
+			 (unsigned long long)((MAX(w->retry_usec, now) - now +
+					       USEC_PER_SEC - 1) /
+					      USEC_PER_SEC));
+	utf8_format(buf, len, "GPU %d is out of service (%s): %s", w->index,
+		    when, w->last_error);
+}
+
+bool workers_in_service(const struct workers *p, int index, char *why,
+			size_t len)
+{
+	unsigned int i;
+
+	if (index >= 0) {
+		if ((unsigned int)index < p->n &&
+		    p->w[index].state == WORKER_FAILED) {
+			describe_outage(&p->w[index], why, len);
+			return false;
+		}
+		return true;
+	}
+	for (i = 0; i < p->n; i++)
+		if (p->w[i].state != WORKER_FAILED)
+			return true;
+	if (p->n == 1) {
+		describe_outage(&p->w[0], why, len);
+	} else {
+		char first[256];
+
+		describe_outage(&p->w[0], first, sizeof(first));
+		utf8_format(why, len, "all %u GPUs are out of service; %s",
+			    p->n, first);
+	}
+	return false;
 }
 
 bool workers_device_limits(const struct workers *p, int index,

@@ -24,6 +24,8 @@ struct workers_config {
 	const char *worker_path;
 	const char *kernel_dir;
 	unsigned int job_timeout_max;
+	unsigned int start_timeout; /* seconds to the hello, and the probe */
+	unsigned int retry; /* seconds before a failed one is retried; 0: never */
 };
 
 int workers_new(sd_event *event, struct job_store *jobs,
@@ -40,6 +42,12 @@ void workers_kick(struct workers *w);
 void workers_cancel(struct workers *w, struct job *job);
 
 unsigned int workers_count(const struct workers *w);
+/*
+ * Whether a job for device index (-1: any) can run: false while that
+ * GPU (every GPU) is out of service, with why in the buffer.
+ */
+bool workers_in_service(const struct workers *w, int index, char *why,
+			size_t len);
 /* Limits of device index (or, with -1, the smallest of all devices). */
 bool workers_device_limits(const struct workers *w, int index,
 			   struct device_limits *ret);

@@ -84,6 +84,10 @@ static void test_affinity(void)
 	CHECK_EQ_INT(job_store_add(s, &any, &b), 0);
 	CHECK(job_store_next_for(s, 0) == b);
 	CHECK(job_store_next_for(s, 1) == a);
+	/* Named: only the jobs for that device, or those for none. */
+	CHECK(job_store_next_named(s, 0) == NULL);
+	CHECK(job_store_next_named(s, 1) == a);
+	CHECK(job_store_next_named(s, -1) == b);
 	job_store_free(s);
 }
 

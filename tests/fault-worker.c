@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fault-worker - a gemmd-worker that breaks on purpose, so that the tests
+ * of gemmd's supervision (tests/workers.test) can drive its error paths
+ * on any machine.  It never runs a job and never sends a result: a job
+ * it is given fails, one way or another.
+ *
+ * GEMMD_FAULT_FILE names a file of one line per device.  "--probe" lists
+ * that many devices (each with no GPU behind it), and the worker for
+ * device N does what line N says, read afresh at every start:
+ *
+ *   refuse       say hello, then answer every job with an error
+ *   crash        say hello, then abort() on the first job
+ *   garbage      say hello, then answer the first job with a frame that
+ *                is not JSON
+ *   hello_twice  say hello twice
+ *   close        say hello, then close the socket on the first job and
+ *                stay alive
+ *   silent       never say hello
+ *   exit         exit 1 at once
+ *
+ * A first line of "probe_hang" makes "--probe" hang instead.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frame.h"
+
+#define LINE_MAX_LEN 64
+
+/* Line n of the fault file (from 0), or "" past its end. */
+static int fault_line(unsigned int n, char *buf, size_t len)
+{
+	const char *path = getenv("GEMMD_FAULT_FILE");
+	unsigned int i = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	if (!path)
+		return -ENOENT;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(buf, (int)len, f)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (i++ == n)
+			break;
+		buf[0] = '\0';
+	}
+	fclose(f);
+	return 0;
+}
+
+static unsigned int fault_lines(void)
+{
+	char line[LINE_MAX_LEN];
+	unsigned int n = 0;
+
+	while (fault_line(n, line, sizeof(line)) == 0 && line[0])
+		n++;
+	return n;
+}
+
+static json_t *device_json(unsigned int index)
+{
+	return json_pack("{s:i, s:s, s:s, s:i, s:I, s:i, s:{s:b}}", "index",
+			 (int)index, "name", "gemmd fault-worker (no GPU)",
+			 "uuid", "none", "sm_count", 132, "memory_bytes",
+			 (json_int_t)80 << 30, "max_smem_per_block_optin",
+			 232448, "cublaslt", "available", 0);
+}
+
+static int probe(void)
+{
+	char first[LINE_MAX_LEN];
+	unsigned int i, n = fault_lines();
+	json_t *devs = json_array(), *out;
+
+	fault_line(0, first, sizeof(first));
+	while (!strcmp(first, "probe_hang"))
+		pause();
+	for (i = 0; i < n; i++)
+		json_array_append_new(devs, device_json(i));
+	out = json_pack("{s:o}", "devices", devs);
+	json_dumpf(out, stdout, 0);
+	putchar('\n');
+	json_decref(out);
+	return 0;
+}
+
+static int send_json(int fd, json_t *m)
+{
+	int r = m ? frame_write(fd, m) : -ENOMEM;
+
+	json_decref(m);
+	return r;
+}
+
+static int send_hello(int fd)
+{
+	return send_json(fd, json_pack("{s:s, s:i}", "type", "hello", "pid",
+				       (int)getpid()));
+}
+
+static int send_error(int fd, const char *id)
+{
+	return send_json(fd,
+			 json_pack("{s:s, s:s?, s:s, s:b}", "type", "error",
+				   "id", id, "message",
+				   "fault-worker runs no jobs", "sticky", 0));
+}
+
+/* A length header and bytes that are no JSON object. */
+static void send_garbage(int fd)
+{
+	static const char junk[] = "this is not JSON";
+	uint8_t hdr[4] = { 0, 0, 0, sizeof(junk) - 1 };
+
+	if (write(fd, hdr, sizeof(hdr)) < 0 ||
+	    write(fd, junk, sizeof(junk) - 1) < 0)
+		exit(1);
+}
+
+/* What to do with one "run" message; returns <0 to stop reading. */
+static int on_job(int fd, const char *fault, const char *id)
+{
+	if (!strcmp(fault, "crash"))
+		abort();
+	if (!strcmp(fault, "garbage")) {
+		send_garbage(fd);
+		return 0;
+	}
+	if (!strcmp(fault, "close")) {
+		close(fd);
+		for (;;)
+			pause();
+	}
+	return send_error(fd, id);
+}
+
+static int serve(unsigned int device, int fd)
+{
+	char fault[LINE_MAX_LEN];
+	json_t *msg;
+	int r;
+
+	fault_line(device, fault, sizeof(fault));
+	if (!strcmp(fault, "exit"))
+		return 1;
+	while (!strcmp(fault, "silent"))
+		pause();
+	if (send_hello(fd) < 0)
+		return 1;
+	if (!strcmp(fault, "hello_twice") && send_hello(fd) < 0)
+		return 1;
+	while ((r = frame_read(fd, &msg)) >= 0) {
+		r = on_job(fd, fault,
+			   json_string_value(json_object_get(msg, "id")));
+		json_decref(msg);
+		if (r < 0)
+			break;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i, device = -1, fd = -1;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--probe"))
+			return probe();
+		if (!strcmp(argv[i], "--device") && i + 1 < argc)
+			device = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--fd") && i + 1 < argc)
+			fd = atoi(argv[++i]);
+	}
+	if (device < 0 || fd < 0) {
+		fprintf(stderr, "usage: fault-worker --probe | --device N "
+				"--fd FD\n");
+		return 2;
+	}
+	return serve((unsigned int)device, fd);
+}
