@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -298,6 +299,45 @@ static bool declared_too_large(struct http_request *req)
 	return cl && strtoull(cl, NULL, 10) > req->srv->max_body;
 }
 
+/*
+ * MHD decodes one transfer coding: a Transfer-Encoding of exactly
+ * "chunked", in any case.  Under any other ("gzip", "identity", "gzip,
+ * chunked") it takes the body to run until the client closes, so a client
+ * waiting for its answer got none until connection-timeout (60 s) closed
+ * the connection, and then an empty reply.  RFC 9112 6.1: a server that
+ * does not understand a transfer coding should answer 501 and close.  The
+ * test is MHD's own, on the value MHD reads, so whatever MHD decodes still
+ * goes through.
+ */
+static const char *unknown_coding(struct http_request *req)
+{
+	const char *te = MHD_lookup_connection_value(
+		req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+	return te && strcasecmp(te, "chunked") ? te : NULL;
+}
+
+/*
+ * Answers now a request that its headers already rule out.  Answered
+ * before its body, a request has no body read: MHD sends the answer and
+ * closes the connection.
+ */
+static void check_headers(struct http_request *req)
+{
+	const char *te = unknown_coding(req);
+
+	if (te)
+		http_respond_errorf(req, 501, "unsupported_transfer_encoding",
+				    MHD_HTTP_HEADER_TRANSFER_ENCODING,
+				    "transfer coding \"%s\" is not supported; "
+				    "send the body as is or chunked",
+				    te);
+	else if (declared_too_large(req))
+		http_respond_errorf(req, 413, "body_too_large", NULL,
+				    "request body over %u bytes",
+				    req->srv->max_body);
+}
+
 static void append_body(struct http_request *req, const char *data, size_t size)
 {
 	char *n;
@@ -340,12 +380,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->method = method;
 		req->path = url;
 		*con_cls = req;
-		if (declared_too_large(req)) {
-			http_respond_errorf(req, 413, "body_too_large", NULL,
-					    "request body over %u bytes",
-					    s->max_body);
-			return MHD_YES;
-		}
+		check_headers(req);
 		return MHD_YES;
 	}
 	if (req->responded)

@@ -7,7 +7,8 @@
  * A handler is called once a request's body is complete; it must answer
  * (http_respond_*) or suspend the request, which is then handled again
  * after http_request_resume().  Bodies over the limit get a 413 without
- * being buffered.
+ * being buffered; a transfer coding other than chunked gets a 501 before
+ * any of the body is read.
  */
 #pragma once
 
