@@ -950,7 +950,26 @@ int ctl_print_devices(const json_t *devices)
 			   .align = "rllrrrrll",
 			   .ncols = ARRAY_SIZE(head) };
 
-	return print_rows(&t, devices, "no devices", device_row);
+	size_t i;
+	int r;
+
+	r = print_rows(&t, devices, "no devices", device_row);
+	if (r < 0)
+		return r;
+	/* Too long for a cell: why a worker is down, one line per GPU. */
+	for (i = 0; i < json_array_size(devices); i++) {
+		const json_t *d = json_array_get(devices, i);
+		const char *err =
+			jstr(json_object_get(d, "worker"), "last_error");
+		char buf[32];
+
+		if (!err)
+			continue;
+		ctl_print_text(stdout, "GPU %s: %s",
+			       int_text(d, "index", buf, sizeof(buf)), err);
+		putchar('\n');
+	}
+	return 0;
 }
 
 /* A scalar or an array of scalars compactly, an array of objects as a count. */
