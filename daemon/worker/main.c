@@ -38,6 +38,7 @@
 #include "plan.h"
 #include "result.h"
 #include "spec.h"
+#include "util.h"
 
 #define EXIT_STICKY 3
 
@@ -67,12 +68,22 @@ static int do_probe(void)
 	return 0;
 }
 
+/*
+ * msg may quote a path or a library's words (dlerror(), a kernel
+ * directory that is not UTF-8) and may have been cut inside a character
+ * by snprintf(): jansson refuses such a string, and no frame at all
+ * would leave the supervisor waiting for the job's deadline.
+ */
 static int send_error(int fd, const char *id, const char *msg, bool sticky)
 {
-	json_t *m = json_pack("{s:s, s:s?, s:s, s:b}", "type", "error", "id",
-			      id, "message", msg, "sticky", sticky);
-	int r = frame_write(fd, m);
+	char text[1024];
+	json_t *m;
+	int r;
 
+	utf8_copy(text, sizeof(text), msg);
+	m = json_pack("{s:s, s:s?, s:s, s:b}", "type", "error", "id", id,
+		      "message", text, "sticky", sticky);
+	r = frame_write(fd, m);
 	json_decref(m);
 	return r;
 }
@@ -134,8 +145,11 @@ static int handle_run(struct gpu *g, int fd, json_t *msg)
 	out = json_pack("{s:s, s:s, s:o}", "type", "result", "id", id, "result",
 			result_to_json(&res));
 	free(res.timing.raw_us);
-	frame_write(fd, out);
+	r = frame_write(fd, out);
 	json_decref(out);
+	/* Unanswered, the job would wait for its deadline: say why. */
+	if (r == -ENOMEM || r == -EMSGSIZE)
+		send_error(fd, id, "worker could not encode the result", false);
 	/* After the answer: the job is done, the next one waits for us. */
 	cool_down(spec.cooldown_ms);
 	return 0;
