@@ -8,7 +8,9 @@
  * Every call is allowed to fail: what could not be read is NAN.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,6 +232,39 @@ static void push(double *a, size_t *n, size_t cap, double x)
 		a[(*n)++] = x;
 }
 
+static int grow(double **a, size_t cap)
+{
+	double *n = reallocarray(*a, cap, sizeof(**a));
+
+	if (!n)
+		return -ENOMEM;
+	*a = n;
+	return 0;
+}
+
+/*
+ * Room for one more reading of each kind.  The arrays start at one
+ * reading per sample, but the readings come once a millisecond for as
+ * long as the samples run: a job of a fixed, small timing.iterations on
+ * a long kernel takes many more, and the reductions must see all of
+ * them, not the first few milliseconds.  Out of memory, the arrays keep
+ * what they hold.
+ */
+static void track_room(struct nvml_track *t)
+{
+	size_t cap;
+
+	if (t->n_sm < t->cap && t->n_mem < t->cap && t->n_power < t->cap)
+		return;
+	if (t->cap > SIZE_MAX / 2 / sizeof(double))
+		return;
+	cap = 2 * t->cap;
+	if (grow(&t->sm_mhz, cap) < 0 || grow(&t->mem_mhz, cap) < 0 ||
+	    grow(&t->power_w, cap) < 0)
+		return;
+	t->cap = cap;
+}
+
 /*
  * The power field changes about every 100 ms, and until it first changes
  * it still shows what ran before the timed chunks (a cool-down, the
@@ -258,6 +293,7 @@ static void track_read(struct nvml_track *t)
 	struct nvml *n = t->nvml;
 	unsigned long long bits;
 
+	track_room(t);
 	push(t->sm_mhz, &t->n_sm, t->cap, read_clock(n, NVML_CLOCK_SM));
 	push(t->mem_mhz, &t->n_mem, t->cap, read_clock(n, NVML_CLOCK_MEM));
 	track_power(t, read_power(n));

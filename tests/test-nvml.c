@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-nvml - the telemetry reductions of daemon/worker/nvml.c over
+ * readings from a fake NVML, no GPU or driver needed.  The module is
+ * included, so that the test can hand it its fake entry points without
+ * dlopen().
+ */
+#include "nvml.c"
+
+#include "check.h"
+
+/* The values below are exact in binary: equal to within rounding. */
+#define CHECK_NEAR(a, b) CHECK(fabs((a) - (b)) <= 1e-9)
+
+/* The fake GPU: each reading slower and hotter than the one before. */
+static unsigned int readings;
+
+static nvml_ret fake_clock(nvml_dev d, int type, unsigned int *mhz)
+{
+	(void)d;
+	*mhz = type == NVML_CLOCK_SM ? 2000 - readings : 2600;
+	return NVML_SUCCESS;
+}
+
+/* Called after the clocks in each reading: it counts the readings. */
+static nvml_ret fake_power(nvml_dev d, unsigned int *mw)
+{
+	(void)d;
+	*mw = 300000 + 1000 * readings++;
+	return NVML_SUCCESS;
+}
+
+static nvml_ret fake_temperature(nvml_dev d, int sensor, unsigned int *c)
+{
+	(void)d;
+	(void)sensor;
+	*c = 60 + readings / 10;
+	return NVML_SUCCESS;
+}
+
+/*
+ * A job of 4 samples (timing.iterations 4) on a kernel long enough for
+ * 100 readings: every reading counts, not the first 4.
+ */
+static void test_track_more_readings_than_samples(void)
+{
+	struct nvml n = {
+		.clock = fake_clock,
+		.power = fake_power,
+		.temperature = fake_temperature,
+	};
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	readings = 0;
+	nvml_track_start(&t, &n, 4);
+	for (int i = 0; i < 100; i++) {
+		t.last_us = 0; /* no waiting out NVML_PERIOD_US */
+		nvml_track_sample(&t);
+	}
+	CHECK_EQ_INT(readings, 100);
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	/* SM clocks 2000 down to 1901 */
+	CHECK_EQ_INT(tele.sm_clock_min_mhz, 1901);
+	CHECK_NEAR(tele.sm_clock_median_mhz, 1950.5);
+	CHECK_EQ_INT(tele.mem_clock_min_mhz, 2600);
+	/* 300 W is the reading before the samples; 301..399 W count */
+	CHECK_NEAR(tele.power_mean_w, 350);
+	CHECK_NEAR(tele.power_max_w, 399);
+	CHECK_NEAR(tele.temp_max_c, 70); /* 60 + 100 / 10 */
+}
+
+/* Without NVML everything is unknown, and nothing is read. */
+static void test_track_without_nvml(void)
+{
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	nvml_track_start(&t, NULL, 4);
+	CHECK(!nvml_track_sample(&t));
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(isnan(tele.sm_clock_min_mhz));
+	CHECK(isnan(tele.power_mean_w));
+	CHECK(isnan(tele.energy_j));
+	CHECK(isnan(tele.temp_max_c));
+}
+
+int main(void)
+{
+	RUN_TEST(test_track_more_readings_than_samples);
+	RUN_TEST(test_track_without_nvml);
+	return check_exit();
+}
