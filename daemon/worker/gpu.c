@@ -189,6 +189,8 @@ bool cuda_api_is_sticky(CUresult r)
 	case CUDA_ERROR_INVALID_PC:
 	case CUDA_ERROR_LAUNCH_FAILED:
 	case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+	case CUDA_ERROR_MPS_CLIENT_TERMINATED:
+	case CUDA_ERROR_EXTERNAL_DEVICE:
 	case CUDA_ERROR_UNKNOWN:
 		return true;
 	default:
