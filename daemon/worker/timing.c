@@ -148,20 +148,23 @@ static unsigned int run_chunk(const struct run *r, const struct timer *t)
  * TIMING_WATCH_US, and count the samples that ran while a reading saw
  * the GPU slowed down.  The sample running is the first whose stop event
  * has not completed.  Gives up after the chunk's expected time four
- * times over and a second; run_sync() then waits out (or calls) a hang.
+ * times over and a second, or at once when an event answers an error (a
+ * fault in the chunk); run_sync() then waits out (or calls) a hang, or
+ * reports the error.
  */
 static void run_watch_chunk(struct run *r, struct timer *t, unsigned int n)
 {
 	const double expect_us = t->launch_us * t->batch * n;
 	const uint64_t until = now_usec() + 1000000 + (uint64_t)(4 * expect_us);
 	unsigned int cur = 0, throttled = 0, last = UINT_MAX;
+	CUresult res = CUDA_SUCCESS;
 
 	while (cur < n && now_usec() < until) {
 		while (cur < n &&
-		       gpu_cuda->cuEventQuery(r->events[2 * cur + 1]) ==
+		       (res = gpu_cuda->cuEventQuery(r->events[2 * cur + 1])) ==
 			       CUDA_SUCCESS)
 			cur++;
-		if (cur == n)
+		if (cur == n || res != CUDA_ERROR_NOT_READY)
 			break;
 		/* Sample cur is running or next: counted once if slowed. */
 		if (nvml_track_sample(&t->tele) && cur != last) {
