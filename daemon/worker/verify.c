@@ -22,6 +22,14 @@
 #include "util.h"
 #include "verify.h"
 
+/*
+ * The naive reference kernel runs at a small part of our kernels' rate:
+ * plan_deadline_sec() budgets it as this many launches of ours, and so
+ * does the wait for it here, lest a slow reference on a large problem
+ * pass for a hung kernel (run_sync() allows 10 TFLOP/s a launch).
+ */
+#define VERIFY_REFERENCE_LAUNCHES 50.0
+
 static double bf16_to_double(uint16_t h)
 {
 	uint32_t bits = (uint32_t)h << 16;
@@ -468,7 +476,10 @@ int run_verify(struct run *r, struct gemm_verdict *v)
 		e = run_helper(r, r->g->f_cmp[s->out],
 			       run_stride_blocks(r, count), 1, &cmp);
 	if (!e)
-		e = run_sync(r, "reference and compare", 1);
+		e = run_sync(r, "reference and compare",
+			     make_ref && s->reference == GEMM_REFERENCE_DEVICE ?
+				     VERIFY_REFERENCE_LAUNCHES :
+				     1);
 	if (!e)
 		e = CU(r, cuMemcpyDtoH, &st, r->stats, sizeof(st));
 	if (!e && make_ref)
