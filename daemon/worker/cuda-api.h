@@ -41,6 +41,7 @@
 	X(cuMemAlloc)                   \
 	X(cuMemFree)                    \
 	X(cuMemcpyHtoD)                 \
+	X(cuMemcpyHtoDAsync)            \
 	X(cuMemcpyDtoH)                 \
 	X(cuMemcpy2D)                   \
 	X(cuStreamCreate)               \

@@ -1260,7 +1260,11 @@ static int run_workspace(struct run *r)
 /*
  * Placement's tables and counters (gemm-abi.h), for the grid that
  * run_grid() settled on: the counters start at zero, and every launch
- * leaves them so.
+ * leaves them so.  Copied in stream order: a cuMemcpyHtoD() from
+ * pageable memory goes through the legacy stream, which our stream does
+ * not wait for, and may still be in flight when the first launch reads
+ * the tables (with counters left from whatever the memory held before,
+ * a claim finds every group full and the kernel traps).
  */
 static int run_placement(struct run *r)
 {
@@ -1277,7 +1281,8 @@ static int run_placement(struct run *r)
 		memset(pl.sm_group, 0, sizeof(pl.sm_group));
 	e = run_alloc(r, &r->placement, sizeof(pl));
 	if (!e)
-		e = CU(r, cuMemcpyHtoD, r->placement, &pl, sizeof(pl));
+		e = CU(r, cuMemcpyHtoDAsync, r->placement, &pl, sizeof(pl),
+		       r->g->stream);
 	return e ? run_context(r, e, "placement tables") : 0;
 }
 
