@@ -71,6 +71,90 @@ static void test_track_more_readings_than_samples(void)
 	CHECK_NEAR(tele.temp_max_c, 70); /* 60 + 100 / 10 */
 }
 
+/* The instant power field: 500 W and up, but its second read times out. */
+static unsigned int field_reads;
+
+static nvml_ret fake_fields(nvml_dev d, int count, struct nvml_field_value *v)
+{
+	(void)d;
+	(void)count;
+	if (field_reads++ == 1)
+		return 10; /* NVML_ERROR_TIMEOUT */
+	v->value_type = NVML_VALUE_TYPE_UNSIGNED_INT;
+	v->value.ui = 500000 + 1000 * field_reads;
+	return NVML_SUCCESS;
+}
+
+/* The 1 s mean, lagging behind: 100 W. */
+static nvml_ret fake_power_mean(nvml_dev d, unsigned int *mw)
+{
+	(void)d;
+	*mw = 100000;
+	return NVML_SUCCESS;
+}
+
+/*
+ * One failed read of the instant field skips that reading; the field
+ * stays in use, for this job and the next, and the mean never mixes in.
+ */
+static void test_instant_power_glitch(void)
+{
+	struct nvml n = {
+		.fields = fake_fields,
+		.power = fake_power_mean,
+	};
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	field_reads = 0;
+	for (int job = 0; job < 2; job++) {
+		nvml_track_start(&t, &n, 16);
+		for (int i = 0; i < 10; i++) {
+			t.last_us = 0;
+			nvml_track_sample(&t);
+		}
+		nvml_track_finish(&t, &tele);
+		nvml_track_free(&t);
+		CHECK(!n.no_instant);
+		CHECK(tele.power_mean_w > 500);
+	}
+	CHECK_EQ_INT(field_reads, 20);
+}
+
+/* A driver without the field: the mean stands in from then on. */
+static nvml_ret fake_fields_unknown(nvml_dev d, int count,
+				    struct nvml_field_value *v)
+{
+	(void)d;
+	(void)count;
+	field_reads++;
+	v->ret = NVML_ERROR_NOT_SUPPORTED;
+	return NVML_SUCCESS;
+}
+
+static void test_instant_power_lacking(void)
+{
+	struct nvml n = {
+		.fields = fake_fields_unknown,
+		.power = fake_power_mean,
+	};
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	field_reads = 0;
+	nvml_track_start(&t, &n, 16);
+	for (int i = 0; i < 10; i++) {
+		t.last_us = 0;
+		nvml_track_sample(&t);
+	}
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(n.no_instant);
+	CHECK_EQ_INT(field_reads, 1);
+	/* every reading the same: none counts (see track_power()) */
+	CHECK(isnan(tele.power_mean_w));
+}
+
 /* Without NVML everything is unknown, and nothing is read. */
 static void test_track_without_nvml(void)
 {
@@ -90,6 +174,8 @@ static void test_track_without_nvml(void)
 int main(void)
 {
 	RUN_TEST(test_track_more_readings_than_samples);
+	RUN_TEST(test_instant_power_glitch);
+	RUN_TEST(test_instant_power_lacking);
 	RUN_TEST(test_track_without_nvml);
 	return check_exit();
 }

@@ -24,6 +24,10 @@ typedef int nvml_ret;
 typedef struct nvml_device_st *nvml_dev;
 
 #define NVML_SUCCESS 0
+/* The answers that say the driver lacks something, rather than failed. */
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define NVML_TEMPERATURE_GPU 0 /* nvmlTemperatureSensors_t */
 #define NVML_CLOCK_SM 1 /* nvmlClockType_t */
 #define NVML_CLOCK_MEM 2
@@ -145,22 +149,43 @@ static double read_clock(struct nvml *n, int type)
 	return mhz;
 }
 
-/* The instant power field in watts; NAN from the first failure on. */
-static double read_power_instant(struct nvml *n)
+static bool nvml_lacks(nvml_ret r)
+{
+	return r == NVML_ERROR_INVALID_ARGUMENT ||
+	       r == NVML_ERROR_NOT_SUPPORTED ||
+	       r == NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
+/*
+ * The instant power field in watts.  Where the driver lacks it, NAN
+ * with *ret_lacks set, now and for the rest of the worker's life; a
+ * reading that fails otherwise (a time-out, say) is NAN alone: one
+ * glitch must not hand every later job the 1 s mean instead.
+ */
+static double read_power_instant(struct nvml *n, bool *ret_lacks)
 {
 	struct nvml_field_value v = { .field_id = NVML_FI_DEV_POWER_INSTANT };
+	nvml_ret r;
 
+	*ret_lacks = true;
 	if (!n->fields || n->no_instant)
 		return NAN;
-	if (n->fields(n->dev, 1, &v) == NVML_SUCCESS && v.ret == NVML_SUCCESS) {
+	r = n->fields(n->dev, 1, &v);
+	if (r == NVML_SUCCESS && v.ret == NVML_SUCCESS) {
 		switch (v.value_type) {
 		case NVML_VALUE_TYPE_UNSIGNED_INT:
+			*ret_lacks = false;
 			return v.value.ui / 1000.0;
 		case NVML_VALUE_TYPE_UNSIGNED_LONG:
+			*ret_lacks = false;
 			return v.value.ul / 1000.0;
 		case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+			*ret_lacks = false;
 			return v.value.ull / 1000.0;
 		}
+	} else if (!nvml_lacks(r) && !nvml_lacks(v.ret)) {
+		*ret_lacks = false;
+		return NAN;
 	}
 	log_debug("NVML has no instant power: the 1 s mean stands in");
 	n->no_instant = true;
@@ -179,10 +204,11 @@ static double read_power_instant(struct nvml *n)
  */
 static double read_power(struct nvml *n)
 {
-	double w = read_power_instant(n);
+	bool lacks;
+	double w = read_power_instant(n, &lacks);
 	unsigned int mw;
 
-	if (!isnan(w))
+	if (!lacks)
 		return w;
 	if (!n->power || n->power(n->dev, &mw) != NVML_SUCCESS)
 		return NAN;
