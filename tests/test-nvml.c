@@ -171,11 +171,44 @@ static void test_track_without_nvml(void)
 	CHECK(isnan(tele.temp_max_c));
 }
 
+/*
+ * The energy counter moves in steps: over a window shorter than one it
+ * may not move, which is "unknown", not 0 J.  One that moves adds up.
+ */
+static void test_energy_counter_steps(void)
+{
+	struct nvml n = { .clock = fake_clock };
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	nvml_track_start(&t, &n, 3);
+	nvml_track_energy(&t, 0);
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(isnan(tele.energy_j));
+
+	nvml_track_start(&t, &n, 3);
+	nvml_track_energy(&t, 0);
+	nvml_track_energy(&t, 70.5);
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK_NEAR(tele.energy_j, 70.5);
+
+	/* A counter that went backwards spoils the window. */
+	nvml_track_start(&t, &n, 3);
+	nvml_track_energy(&t, 70.5);
+	nvml_track_energy(&t, -1);
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(isnan(tele.energy_j));
+}
+
 int main(void)
 {
 	RUN_TEST(test_track_more_readings_than_samples);
 	RUN_TEST(test_instant_power_glitch);
 	RUN_TEST(test_instant_power_lacking);
 	RUN_TEST(test_track_without_nvml);
+	RUN_TEST(test_energy_counter_steps);
 	return check_exit();
 }

@@ -378,7 +378,13 @@ void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
 	r.mem_clock_median_mhz = mem.median;
 	r.power_mean_w = power.mean;
 	r.power_max_w = power.max;
-	r.energy_j = t->nvml && !t->energy_bad ? t->energy_j : NAN;
+	/*
+	 * The counter moves in steps: over a window shorter than one, it may
+	 * not move at all, and no GPU at work used no energy.
+	 */
+	r.energy_j = t->nvml && !t->energy_bad && t->energy_j > 0 ?
+			     t->energy_j :
+			     NAN;
 	r.temp_max_c = t->temp_max_c;
 	r.reasons_known = t->reasons_known;
 	r.reasons_seen = t->reasons_seen;
