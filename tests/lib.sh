@@ -99,10 +99,30 @@ expect_error() {
 	[ -n "$msg" ] || fail "$*: no message"
 }
 
+# nvidia_gpu_present: the kernel shows an NVIDIA GPU, whatever gemmd's
+# probe makes of it.
+nvidia_gpu_present() {
+	ls /proc/driver/nvidia/gpus/* >/dev/null 2>&1 || [ -e /dev/nvidia0 ]
+}
+
+# have_gpu: true when gemmd-worker --probe lists a GPU (its list then in
+# $TEST_TMP/probe.json); false, for the caller to skip, only where the
+# machine has none.  A probe that fails, answers other than a device
+# list, or finds nothing on a machine with a GPU fails the test: it is
+# what is under test, and its failure must not pass for "no GPU".
+# CUDA_VISIBLE_DEVICES set and a probe that runs and lists none is a
+# GPU hidden on purpose.
 have_gpu() {
-	"$GEMMD_WORKER" --probe >"$TEST_TMP/probe.json" 2>/dev/null || return 1
-	n=$(json 'len(j["devices"])' <"$TEST_TMP/probe.json")
-	[ "${n:-0}" -gt 0 ]
+	if "$GEMMD_WORKER" --probe >"$TEST_TMP/probe.json" \
+		2>"$TEST_TMP/probe.err"; then
+		n=$(json 'len(j["devices"])' <"$TEST_TMP/probe.json") ||
+			fail "gemmd-worker --probe: not a device list: $(cat "$TEST_TMP/probe.json")"
+		[ "$n" -gt 0 ] && return 0
+		[ -n "${CUDA_VISIBLE_DEVICES+set}" ] && return 1
+	fi
+	nvidia_gpu_present &&
+		fail "this machine has an NVIDIA GPU, but gemmd-worker --probe found none: $(cat "$TEST_TMP/probe.err" "$TEST_TMP/probe.json")"
+	return 1
 }
 
 # gpu_exclusive: hold the machine's GPU for the rest of this test.  make
