@@ -26,6 +26,9 @@ skip() {
 
 # start_gemmd [extra gemmd flags...]: sets GEMMD_URL and GEMMD_PID.
 start_gemmd() {
+	# Emptied here, not only by the background job's redirection, which
+	# may come after the loop below has read the last gemmd's address.
+	: >"$TEST_TMP/gemmd.log"
 	"$GEMMD" --listen 127.0.0.1:0 --state-dir "$TEST_TMP/state" \
 		--kernel-dir "$GEMMD_KERNEL_DIR" --worker "$GEMMD_WORKER" "$@" 9>&- \
 		>"$TEST_TMP/gemmd.log" 2>&1 &
