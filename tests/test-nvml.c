@@ -12,6 +12,24 @@
 /* The values below are exact in binary: equal to within rounding. */
 #define CHECK_NEAR(a, b) CHECK(fabs((a) - (b)) <= 1e-9)
 
+/*
+ * One job's telemetry: samples as timing asks for, NVML read n times
+ * (without waiting out NVML_PERIOD_US between reads).
+ */
+static void track_job(struct nvml *nv, size_t samples, int n,
+		      struct gemm_telemetry *tele)
+{
+	struct nvml_track t;
+
+	nvml_track_start(&t, nv, samples);
+	for (int i = 0; i < n; i++) {
+		t.last_us = 0;
+		nvml_track_sample(&t);
+	}
+	nvml_track_finish(&t, tele);
+	nvml_track_free(&t);
+}
+
 /* The fake GPU: each reading slower and hotter than the one before. */
 static unsigned int readings;
 
@@ -50,17 +68,10 @@ static void test_track_more_readings_than_samples(void)
 		.temperature = fake_temperature,
 	};
 	struct gemm_telemetry tele;
-	struct nvml_track t;
 
 	readings = 0;
-	nvml_track_start(&t, &n, 4);
-	for (int i = 0; i < 100; i++) {
-		t.last_us = 0; /* no waiting out NVML_PERIOD_US */
-		nvml_track_sample(&t);
-	}
+	track_job(&n, 4, 100, &tele);
 	CHECK_EQ_INT(readings, 100);
-	nvml_track_finish(&t, &tele);
-	nvml_track_free(&t);
 	/* SM clocks 2000 down to 1901 */
 	CHECK_EQ_INT(tele.sm_clock_min_mhz, 1901);
 	CHECK_NEAR(tele.sm_clock_median_mhz, 1950.5);
@@ -104,17 +115,10 @@ static void test_instant_power_glitch(void)
 		.power = fake_power_mean,
 	};
 	struct gemm_telemetry tele;
-	struct nvml_track t;
 
 	field_reads = 0;
 	for (int job = 0; job < 2; job++) {
-		nvml_track_start(&t, &n, 16);
-		for (int i = 0; i < 10; i++) {
-			t.last_us = 0;
-			nvml_track_sample(&t);
-		}
-		nvml_track_finish(&t, &tele);
-		nvml_track_free(&t);
+		track_job(&n, 16, 10, &tele);
 		CHECK(!n.no_instant);
 		CHECK(tele.power_mean_w > 500);
 	}
@@ -139,16 +143,9 @@ static void test_instant_power_lacking(void)
 		.power = fake_power_mean,
 	};
 	struct gemm_telemetry tele;
-	struct nvml_track t;
 
 	field_reads = 0;
-	nvml_track_start(&t, &n, 16);
-	for (int i = 0; i < 10; i++) {
-		t.last_us = 0;
-		nvml_track_sample(&t);
-	}
-	nvml_track_finish(&t, &tele);
-	nvml_track_free(&t);
+	track_job(&n, 16, 10, &tele);
 	CHECK(n.no_instant);
 	CHECK_EQ_INT(field_reads, 1);
 	/* every reading the same: none counts (see track_power()) */
