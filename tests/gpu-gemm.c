@@ -956,7 +956,8 @@ static void negative_case(void)
 	tally(k, ok ? CASE_PASS : CASE_FAIL);
 }
 
-static void print_summary(void)
+/* Prints the tally; returns how many cases passed. */
+static unsigned int print_summary(void)
 {
 	unsigned int c = 0, p = 0, f = 0, s = 0;
 
@@ -978,6 +979,7 @@ static void print_summary(void)
 		printf("%u cases ran with m, n or k rounded up to 16-byte rows "
 		       "of A, B or D (e.g. %s)\n",
 		       t.moved, t.moved_example);
+	return p;
 }
 
 /* ---- --bench ------------------------------------------------------------- */
@@ -1168,7 +1170,13 @@ int main(int argc, char **argv)
 	} else {
 		run_matrix(full);
 		negative_case();
-		print_summary();
+		/* A filter that matches nothing, or all skipped, proves nothing. */
+		if (!print_summary()) {
+			printf("FAIL: no case ran and passed%s%s\n",
+			       t.filter ? " for --kernel " : "",
+			       t.filter ? t.filter : "");
+			check_failures++;
+		}
 		e = check_exit();
 	}
 	t.gpu = gpu_close(t.gpu);
