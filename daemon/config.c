@@ -149,7 +149,7 @@ static int config_set(struct config *c, const char *key, const char *v)
 	if (!strcmp(key, "connection-timeout"))
 		return set_uint(&c->connection_timeout, v);
 	if (!strcmp(key, "job-timeout-max"))
-		return set_uint(&c->job_timeout_max, v);
+		return set_seconds(&c->job_timeout_max, v);
 	if (!strcmp(key, "worker-start-timeout"))
 		return set_seconds(&c->worker_start_timeout, v);
 	if (!strcmp(key, "worker-retry"))

@@ -17,6 +17,7 @@ struct job_store {
 	unsigned int n_jobs, n_queued, n_final;
 	uint64_t n_created;
 	unsigned int max_queued, max_kept;
+	unsigned int deadline_max; /* seconds */
 	job_changed_fn notify;
 	void *userdata;
 };
@@ -42,7 +43,8 @@ bool job_state_is_final(enum job_state st)
 	return st != JOB_QUEUED && st != JOB_RUNNING;
 }
 
-struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept)
+struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept,
+				unsigned int deadline_max)
 {
 	struct job_store *s = calloc(1, sizeof(*s));
 
@@ -52,6 +54,7 @@ struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept)
 	list_init(&s->queue);
 	s->max_queued = max_queued;
 	s->max_kept = max_kept;
+	s->deadline_max = deadline_max;
 	return s;
 }
 
@@ -151,7 +154,7 @@ int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 	job->state = JOB_QUEUED;
 	job->spec = *spec;
 	job->created_usec = wallclock_usec();
-	job->deadline_sec = plan_deadline_sec(spec);
+	job->deadline_sec = MIN(plan_deadline_sec(spec), s->deadline_max);
 	job->seq = ++s->n_created;
 	list_init(&job->queue);
 	list_add_tail(&job->all, &s->jobs);

@@ -48,7 +48,9 @@ struct job_store;
 
 typedef void (*job_changed_fn)(struct job *job, void *userdata);
 
-struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept);
+/* deadline_max caps every job's deadline (seconds; job-timeout-max). */
+struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept,
+				unsigned int deadline_max);
 struct job_store *job_store_free(struct job_store *s);
 void job_store_set_notify(struct job_store *s, job_changed_fn fn,
 			  void *userdata);

@@ -92,7 +92,6 @@ static int run(struct config *cfg)
 	struct workers_config wcfg = {
 		.worker_path = cfg->worker_path,
 		.kernel_dir = cfg->kernel_dir,
-		.job_timeout_max = cfg->job_timeout_max,
 		.start_timeout = cfg->worker_start_timeout,
 		.retry = cfg->worker_retry,
 	};
@@ -122,7 +121,8 @@ static int run(struct config *cfg)
 		log_error_errno(r, "Cannot set up the event loop: %m");
 		goto out_catalog;
 	}
-	jobs = job_store_new(cfg->max_queued, cfg->max_kept);
+	jobs = job_store_new(cfg->max_queued, cfg->max_kept,
+			     cfg->job_timeout_max);
 	if (!jobs) {
 		r = log_error_errno(-ENOMEM, "Out of memory");
 		goto out_event;

@@ -70,7 +70,6 @@ struct workers {
 	const struct catalog *catalog;
 	char worker_path[4096];
 	char kernel_dir[4096];
-	unsigned int job_timeout_max;
 	/*
 	 * A worker says hello once it has a CUDA context, which takes
 	 * seconds.  One stuck in cuInit() on a wedged GPU never would, and
@@ -106,7 +105,6 @@ int workers_new(sd_event *event, struct job_store *jobs,
 	snprintf(p->worker_path, sizeof(p->worker_path), "%s",
 		 cfg->worker_path);
 	snprintf(p->kernel_dir, sizeof(p->kernel_dir), "%s", cfg->kernel_dir);
-	p->job_timeout_max = cfg->job_timeout_max;
 	p->start_timeout_usec = cfg->start_timeout * USEC_PER_SEC;
 	p->retry_usec = cfg->retry * USEC_PER_SEC;
 	*ret = p;
@@ -493,7 +491,6 @@ static void worker_dispatch(struct worker *w)
 	if (!job)
 		return;
 	job->planned = true;
-	job->deadline_sec = MIN(job->deadline_sec, p->job_timeout_max);
 	r = worker_send_job(w, job);
 	if (r < 0) {
 		/* The job stays queued for the worker that replaces it. */

@@ -23,7 +23,6 @@ struct workers;
 struct workers_config {
 	const char *worker_path;
 	const char *kernel_dir;
-	unsigned int job_timeout_max;
 	unsigned int start_timeout; /* seconds to the hello, and the probe */
 	unsigned int retry; /* seconds before a failed one is retried; 0: never */
 };

@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "jobs.h"
+#include "plan.h"
 #include "spec.h"
 
 static unsigned int notified;
@@ -26,7 +27,7 @@ static struct gemm_spec spec_for(int device)
 
 static void test_lifecycle(void)
 {
-	struct job_store *s = job_store_new(10, 100);
+	struct job_store *s = job_store_new(10, 100, 600);
 	struct gemm_spec spec = spec_for(-1);
 	struct job_page all_cancelled = { .state = JOB_CANCELLED, .limit = 10 };
 	struct job *a, *b;
@@ -76,7 +77,7 @@ static void test_lifecycle(void)
 
 static void test_affinity(void)
 {
-	struct job_store *s = job_store_new(10, 100);
+	struct job_store *s = job_store_new(10, 100, 600);
 	struct gemm_spec on1 = spec_for(1), any = spec_for(-1);
 	struct job *a, *b;
 
@@ -91,9 +92,27 @@ static void test_affinity(void)
 	job_store_free(s);
 }
 
+/* A deadline is capped by job-timeout-max when the job is accepted. */
+static void test_deadline_cap(void)
+{
+	struct job_store *s = job_store_new(10, 100, 45);
+	struct gemm_spec big = spec_for(-1);
+	struct job *j;
+
+	big.m = big.n = big.k = 65536;
+	CHECK(plan_deadline_sec(&big) > 600);
+	CHECK_EQ_INT(job_store_add(s, &big, &j), 0);
+	CHECK_EQ_INT(j->deadline_sec, 45);
+	job_store_free(s);
+	s = job_store_new(10, 100, 86400);
+	CHECK_EQ_INT(job_store_add(s, &big, &j), 0);
+	CHECK_EQ_INT(j->deadline_sec, plan_deadline_sec(&big));
+	job_store_free(s);
+}
+
 static void test_limits(void)
 {
-	struct job_store *s = job_store_new(3, 2);
+	struct job_store *s = job_store_new(3, 2, 600);
 	struct gemm_spec spec = spec_for(-1);
 	struct job *j[5];
 	char first[JOB_ID_LEN + 1];
@@ -115,7 +134,7 @@ static void test_limits(void)
 /* A full queue refuses GPU jobs, but not dry runs, which never queue. */
 static void test_dry_run_full_queue(void)
 {
-	struct job_store *s = job_store_new(1, 100);
+	struct job_store *s = job_store_new(1, 100, 600);
 	struct gemm_spec spec = spec_for(-1), dry = spec_for(-1);
 	struct job *a, *b, *d;
 
@@ -135,7 +154,7 @@ static void test_dry_run_full_queue(void)
 /* max-kept = 0: the job just finished stays until the next one ends. */
 static void test_keep_none(void)
 {
-	struct job_store *s = job_store_new(10, 0);
+	struct job_store *s = job_store_new(10, 0, 600);
 	struct gemm_spec spec = spec_for(-1);
 	char first[JOB_ID_LEN + 1];
 	struct job *a, *b;
@@ -162,7 +181,7 @@ static void test_keep_none(void)
  */
 static void test_reason_utf8(void)
 {
-	struct job_store *s = job_store_new(10, 100);
+	struct job_store *s = job_store_new(10, 100, 600);
 	struct gemm_spec spec = spec_for(-1);
 	struct job_page failed = { .state = JOB_FAILED, .limit = 10 };
 	char text[701];
@@ -218,7 +237,7 @@ static uint64_t check_page(struct job_store *s, const struct job_page *p,
 
 static void test_pages(void)
 {
-	struct job_store *s = job_store_new(10, 2);
+	struct job_store *s = job_store_new(10, 2, 600);
 	struct gemm_spec spec = spec_for(-1);
 	struct job_page p = { .state = -1, .limit = 2 };
 	struct job *j[5];
@@ -263,6 +282,7 @@ int main(void)
 	RUN_TEST(test_lifecycle);
 	RUN_TEST(test_affinity);
 	RUN_TEST(test_limits);
+	RUN_TEST(test_deadline_cap);
 	RUN_TEST(test_keep_none);
 	RUN_TEST(test_dry_run_full_queue);
 	RUN_TEST(test_reason_utf8);
