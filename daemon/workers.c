@@ -60,7 +60,6 @@ struct worker {
 	unsigned int start_failures;
 	unsigned int crashes; /* exits not asked for since a job finished */
 	bool said_hello; /* since it was spawned */
-	uint64_t retry_usec; /* CLOCK_MONOTONIC of the next try while failed */
 	char last_error[256];
 };
 
@@ -726,11 +725,10 @@ static void worker_out_of_service(struct worker *w, const char *how)
 	memcpy(w->last_error, what, sizeof(what));
 	worker_set_state(w, WORKER_FAILED);
 	log_error("GPU %d is out of service: %s", w->index, w->last_error);
-	w->retry_usec = 0;
-	if (p->retry_usec &&
-	    sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
-				       p->retry_usec, 0, on_retry, w) >= 0)
-		w->retry_usec = now_usec() + p->retry_usec;
+	/* While failed, the timer is the retry's, or there is none. */
+	if (p->retry_usec)
+		sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+					   p->retry_usec, 0, on_retry, w);
 	fail_stranded_jobs(p, w);
 }
 
@@ -933,15 +931,15 @@ unsigned int workers_count(const struct workers *p)
 
 static void describe_outage(const struct worker *w, char *buf, size_t len)
 {
-	uint64_t now = now_usec();
+	uint64_t now = now_usec(), at;
 	char when[64];
 
-	if (!w->retry_usec)
+	if (!w->timer || sd_event_source_get_time(w->timer, &at) < 0)
 		snprintf(when, sizeof(when),
 			 "not retried until gemmd restarts");
 	else
 		snprintf(when, sizeof(when), "next try in %llu s",
-			 (unsigned long long)((MAX(w->retry_usec, now) - now +
+			 (unsigned long long)((MAX(at, now) - now +
 					       USEC_PER_SEC - 1) /
 					      USEC_PER_SEC));
 	utf8_format(buf, len, "GPU %d is out of service (%s): %s", w->index,
