@@ -873,6 +873,27 @@ static bool one_tile_per_cta(const struct kernel_info *k)
 }
 
 /*
+ * A case of k on rows x cols tiles, K 256, its fewest stages, a 1x1
+ * cluster, direct stores, randint inputs, hot timing.
+ */
+static void plain_case(struct tcase *c, const struct kernel_info *k,
+		       uint64_t rows, uint64_t cols)
+{
+	memset(c, 0, sizeof(*c));
+	c->k = k;
+	c->shape.m = rows * k->tile.m;
+	c->shape.n = cols * k->tile.n;
+	c->shape.k = 256;
+	c->stages = STAGES_MIN;
+	c->cx = c->cy = 1;
+	c->epilogue = GEMM_EPILOGUE_DIRECT;
+	c->out = k->dtype;
+	c->order = orders[0];
+	c->init = GEMM_INIT_RANDINT;
+	c->mode = GEMM_TIMING_HOT;
+}
+
+/*
  * The kernel for the negative case: a selected one if it can serve,
  * else any, since the case checks the check and not the kernel.
  */
@@ -917,18 +938,7 @@ static void negative_case(void)
 		     "with the direct epilogue");
 		return;
 	}
-	memset(&c, 0, sizeof(c));
-	c.k = k;
-	c.shape.m = 2 * k->tile.m;
-	c.shape.n = 8 * k->tile.n;
-	c.shape.k = 256;
-	c.stages = STAGES_MIN;
-	c.cx = c.cy = 1;
-	c.epilogue = GEMM_EPILOGUE_DIRECT;
-	c.out = k->dtype;
-	c.order = orders[0];
-	c.init = GEMM_INIT_RANDINT;
-	c.mode = GEMM_TIMING_HOT;
+	plain_case(&c, k, 2, 8);
 	s = c.shape;
 	e = job_json(&c, &s, stages_of(k, STAGES_MIN, c.epilogue), json,
 		     sizeof(json));
@@ -954,6 +964,61 @@ static void negative_case(void)
 		check_failures++;
 	}
 	tally(k, ok ? CASE_PASS : CASE_FAIL);
+}
+
+/* The first selected kernel that loads with TMA, or the first that does not. */
+static const struct kernel_info *ring_kernel(bool tma)
+{
+	for (size_t i = 0; i < catalog_size(t.cat); i++) {
+		const struct kernel_info *x = catalog_get(t.cat, i);
+		bool x_tma = x->schedule != GEMM_SCHEDULE_MULTISTAGE &&
+			     x->schedule != GEMM_SCHEDULE_PIPELINED;
+
+		if (x_tma == tma && kernel_selected(x) &&
+		    (x->epilogues & KERNEL_BIT(GEMM_EPILOGUE_DIRECT)))
+			return x;
+	}
+	return NULL;
+}
+
+/*
+ * A plan whose shared memory cannot hold its ring is refused by the
+ * worker with the reason, before launch: the kernel would trap and take
+ * the context (and the worker) with it.  The next cases run on the same
+ * context, so a lost one shows there too.
+ */
+static void short_ring_case(bool tma)
+{
+	const struct kernel_info *k = ring_kernel(tma);
+	char json[1024], why[512] = "";
+	struct gemm_result res;
+	struct gemm_spec spec;
+	struct gemm_plan plan;
+	struct tcase c;
+	bool ok;
+	int e;
+
+	if (!k)
+		return;
+	plain_case(&c, k, 1, 1);
+	e = job_json(&c, &c.shape, stages_of(k, STAGES_MIN, c.epilogue), json,
+		     sizeof(json));
+	if (!e)
+		e = job_plan(k, json, &spec, &plan, why, sizeof(why));
+	if (e) {
+		printf("FAIL %s: short ring case not planned: %s\n", k->name,
+		       why);
+		check_failures++;
+		return;
+	}
+	plan.smem_bytes = GEMMD_SMEM_FIXED;
+	memset(&res, 0, sizeof(res));
+	e = run_job(&spec, &plan, &res, why, sizeof(why));
+	ok = e == -EINVAL && strstr(why, "too small");
+	printf("%-4s %s: shared memory short of the ring, refused: %s\n",
+	       ok ? "ok" : "FAIL", k->name, e ? why : "it ran");
+	if (!ok)
+		check_failures++;
 }
 
 /* Cases passed so far, every schedule. */
@@ -1181,6 +1246,8 @@ int main(int argc, char **argv)
 		run_matrix(full);
 		/* A filter that matches nothing, or all skipped, proves nothing. */
 		ran = passed_total();
+		short_ring_case(true);
+		short_ring_case(false);
 		negative_case();
 		print_summary();
 		if (!ran) {

@@ -832,13 +832,11 @@ static int run_validate_pitches(struct run *r)
 /*
  * TMA boxes: a box row is one 128-byte swizzle row (BK 16-bit
  * elements), and a box has at most 256 rows, so a tile side of at most
- * 256.  The ring must fit the launch's shared memory: the kernel traps
- * (a lost context) when it does not.
+ * 256.
  */
 static int run_validate_tma(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
-	uint64_t need;
 
 	if (p->tile.k * r->in_size != TMA_SWIZZLE_BYTES || !p->tile.m ||
 	    p->tile.m > 256 || !p->tile.n || p->tile.n > 256)
@@ -846,11 +844,28 @@ static int run_validate_tma(struct run *r)
 				   "tile %ux%ux%u does not fit the TMA "
 				   "boxes",
 				   p->tile.m, p->tile.n, p->tile.k);
+	return 0;
+}
+
+/*
+ * The ring, (BM + BN) x BK inputs a stage in every schedule, must fit
+ * the launch's shared memory: a kernel traps (a lost context, the
+ * worker replaced) when it does not, where this check fails the job
+ * alone with the reason.
+ */
+static int run_validate_ring(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	uint64_t need;
+
+	if (!p->tile.m || !p->tile.n || !p->tile.k)
+		return run_invalid(r, "empty tile %ux%ux%u", p->tile.m,
+				   p->tile.n, p->tile.k);
 	need = GEMMD_SMEM_FIXED + (uint64_t)p->stages *
 					  (p->tile.m + p->tile.n) * p->tile.k *
 					  r->in_size;
 	/* Pingpong's consumers can share one set of staging buffers. */
-	if (p->epilogue == GEMM_EPILOGUE_TMA)
+	if (r->tma && p->epilogue == GEMM_EPILOGUE_TMA)
 		need += GEMMD_SMEM_EPILOGUE_OF(r->spec->schedule ==
 					       GEMM_SCHEDULE_PINGPONG);
 	if (p->smem_bytes < need)
@@ -1019,6 +1034,8 @@ static int run_validate(struct run *r)
 		e = run_validate_pitches(r);
 	if (!e && r->tma)
 		e = run_validate_tma(r);
+	if (!e)
+		e = run_validate_ring(r);
 	if (!e)
 		e = run_validate_launch(r);
 	if (!e)
