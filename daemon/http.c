@@ -251,21 +251,50 @@ int http_respond_json(struct http_request *req, unsigned int status,
 			    value);
 }
 
-/* A failed json_pack() gives NULL: http_respond_json() answers for it. */
+/*
+ * The error object, with "retry_after_sec" when retry_sec is not 0.  A
+ * failed json_pack() gives NULL: http_respond_json() answers for it.
+ */
+static json_t *error_json(const struct gemmd_error *e, unsigned int retry_sec)
+{
+	json_t *body, *retry = retry_sec ? json_integer(retry_sec) : NULL;
+
+	body = json_pack("{s:{s:s, s:s, s:s?, s:o*}}", "error", "code", e->code,
+			 "message", e->message, "field",
+			 e->field[0] ? e->field : NULL, "retry_after_sec",
+			 retry);
+	/* Left out, the member would tell the client to retry at once. */
+	if (retry_sec && !retry) {
+		json_decref(body);
+		return NULL;
+	}
+	return body;
+}
+
 static int respond_error(struct http_request *req, const struct gemmd_error *e,
 			 const char *header, const char *value)
 {
-	json_t *body;
-
-	body = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", e->code,
-			 "message", e->message, "field",
-			 e->field[0] ? e->field : NULL);
-	return http_respond_json(req, e->status, body, header, value);
+	return http_respond_json(req, e->status, error_json(e, 0), header,
+				 value);
 }
 
 int http_respond_error(struct http_request *req, const struct gemmd_error *e)
 {
-	return respond_error(req, e, NULL, NULL);
+	return http_respond_error_retry(req, e, 0);
+}
+
+int http_respond_error_retry(struct http_request *req,
+			     const struct gemmd_error *e,
+			     unsigned int retry_sec)
+{
+	char sec[16];
+
+	if (!retry_sec)
+		return respond_error(req, e, NULL, NULL);
+	/* RFC 9110 10.2.3: delta-seconds, the body's number. */
+	snprintf(sec, sizeof(sec), "%u", retry_sec);
+	return http_respond_json(req, e->status, error_json(e, retry_sec),
+				 MHD_HTTP_HEADER_RETRY_AFTER, sec);
 }
 
 int http_respond_not_allowed(struct http_request *req, const char *allow)

@@ -65,6 +65,14 @@ void http_request_resume(struct http_request *req);
 int http_respond_json(struct http_request *req, unsigned int status,
 		      json_t *body, const char *header, const char *value);
 int http_respond_error(struct http_request *req, const struct gemmd_error *e);
+/*
+ * The same, telling the client when to try again: retry_sec (not 0) as a
+ * Retry-After header and as "retry_after_sec" in the error object.  0
+ * sends neither, where retrying cannot help or gemmd cannot say when.
+ */
+int http_respond_error_retry(struct http_request *req,
+			     const struct gemmd_error *e,
+			     unsigned int retry_sec);
 /* 405 method_not_allowed, with allow ("GET, HEAD") as the Allow header. */
 int http_respond_not_allowed(struct http_request *req, const char *allow);
 int http_respond_errorf(struct http_request *req, unsigned int status,
