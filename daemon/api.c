@@ -195,8 +195,8 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 				       spec->device, n);
 	if (!n)
 		return 0;
-	if (!spec->dry_run &&
-	    !workers_in_service(api->workers, spec->device, why, sizeof(why)))
+	if (!spec->dry_run && !workers_in_service(api->workers, spec->device,
+						  NULL, why, sizeof(why)))
 		return gemmd_error_set(err, 503, "out_of_service",
 				       spec->device >= 0 ? "device" : NULL,
 				       "%s", why);

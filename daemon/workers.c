@@ -700,10 +700,10 @@ static void fail_stranded_jobs(struct workers *p, struct worker *w)
 	char why[200];
 	struct job *job;
 
-	if (!workers_in_service(p, w->index, why, sizeof(why)))
+	if (!workers_in_service(p, w->index, NULL, why, sizeof(why)))
 		while ((job = job_store_next_named(p->jobs, w->index)))
 			job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", why);
-	if (!workers_in_service(p, -1, why, sizeof(why)))
+	if (!workers_in_service(p, -1, NULL, why, sizeof(why)))
 		while ((job = job_store_next_named(p->jobs, -1)))
 			job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", why);
 }
@@ -725,10 +725,15 @@ static void worker_out_of_service(struct worker *w, const char *how)
 	memcpy(w->last_error, what, sizeof(what));
 	worker_set_state(w, WORKER_FAILED);
 	log_error("GPU %d is out of service: %s", w->index, w->last_error);
-	/* While failed, the timer is the retry's, or there is none. */
+	/*
+	 * While failed, the timer is the retry's, or there is none.  Its
+	 * time is told to clients (Retry-After), so it fires on time: with
+	 * sd-event's default accuracy (0: 250 ms) a client that came back
+	 * when told could still find the GPU out.
+	 */
 	if (p->retry_usec)
 		sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
-					   p->retry_usec, 0, on_retry, w);
+					   p->retry_usec, 1, on_retry, w);
 	fail_stranded_jobs(p, w);
 }
 
@@ -929,48 +934,94 @@ unsigned int workers_count(const struct workers *p)
 	return p->n;
 }
 
-static void describe_outage(const struct worker *w, char *buf, size_t len)
+/* When a failed worker is tried next (CLOCK_MONOTONIC), if it is. */
+static bool next_try(const struct worker *w, uint64_t *ret)
+{
+	return w->timer && sd_event_source_get_time(w->timer, ret) >= 0;
+}
+
+/*
+ * Why the GPU is out, and the whole seconds to its next try, rounded up,
+ * or 0 if there is none.  The message quotes the number the caller hands
+ * on to the client, so that the two never disagree.
+ */
+static unsigned int describe_outage(const struct worker *w, char *buf,
+				    size_t len)
 {
 	uint64_t now = now_usec(), at;
+	unsigned int sec = 0;
 	char when[64];
 
-	if (!w->timer || sd_event_source_get_time(w->timer, &at) < 0)
+	/* A try that is due: 1 s, the least a Retry-After can say. */
+	if (next_try(w, &at))
+		sec = (unsigned int)DIV_ROUND_UP(MAX(at, now + 1) - now,
+						 USEC_PER_SEC);
+	if (!sec)
 		snprintf(when, sizeof(when),
 			 "not retried until gemmd restarts");
 	else
-		snprintf(when, sizeof(when), "next try in %llu s",
-			 (unsigned long long)((MAX(at, now) - now +
-					       USEC_PER_SEC - 1) /
-					      USEC_PER_SEC));
+		snprintf(when, sizeof(when), "next try in %u s", sec);
 	utf8_format(buf, len, "GPU %d is out of service (%s): %s", w->index,
 		    when, w->last_error);
+	return sec;
 }
 
-bool workers_in_service(const struct workers *p, int index, char *why,
-			size_t len)
+/* Of the GPUs, all out of service, the one tried first (or GPU 0). */
+static const struct worker *soonest_back(const struct workers *p)
+{
+	const struct worker *best = &p->w[0];
+	uint64_t at, best_at;
+	bool have = next_try(best, &best_at);
+	unsigned int i;
+
+	for (i = 1; i < p->n; i++) {
+		if (!next_try(&p->w[i], &at) || (have && at >= best_at))
+			continue;
+		best = &p->w[i];
+		best_at = at;
+		have = true;
+	}
+	return best;
+}
+
+/*
+ * The out-of-service GPU a job for index (-1: any) waits for, or NULL
+ * if it can run.  A job for any GPU can run again with the first back.
+ */
+static const struct worker *blocking_worker(const struct workers *p, int index)
 {
 	unsigned int i;
 
 	if (index >= 0) {
-		if ((unsigned int)index < p->n &&
-		    p->w[index].state == WORKER_FAILED) {
-			describe_outage(&p->w[index], why, len);
-			return false;
-		}
-		return true;
+		if ((unsigned int)index >= p->n ||
+		    p->w[index].state != WORKER_FAILED)
+			return NULL;
+		return &p->w[index];
 	}
 	for (i = 0; i < p->n; i++)
 		if (p->w[i].state != WORKER_FAILED)
-			return true;
-	if (p->n == 1) {
-		describe_outage(&p->w[0], why, len);
-	} else {
-		char first[256];
+			return NULL;
+	return p->n ? soonest_back(p) : NULL;
+}
 
-		describe_outage(&p->w[0], first, sizeof(first));
+bool workers_in_service(const struct workers *p, int index,
+			unsigned int *retry_sec, char *why, size_t len)
+{
+	const struct worker *w = blocking_worker(p, index);
+	char outage[256];
+	unsigned int sec;
+
+	if (!w)
+		return true;
+	if (index >= 0 || p->n == 1) {
+		sec = describe_outage(w, why, len);
+	} else {
+		sec = describe_outage(w, outage, sizeof(outage));
 		utf8_format(why, len, "all %u GPUs are out of service; %s",
-			    p->n, first);
+			    p->n, outage);
 	}
+	if (retry_sec)
+		*retry_sec = sec;
 	return false;
 }
 

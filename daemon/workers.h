@@ -43,10 +43,13 @@ void workers_cancel(struct workers *w, struct job *job);
 unsigned int workers_count(const struct workers *w);
 /*
  * Whether a job for device index (-1: any) can run: false while that
- * GPU (every GPU) is out of service, with why in the buffer.
+ * GPU (every GPU) is out of service, with why in the buffer and, unless
+ * retry_sec is NULL, the whole seconds (at least 1) until that GPU (the
+ * first of them) is tried again in *retry_sec: 0 when it is not, with
+ * worker-retry 0.  A job is taken again from the moment of the try.
  */
-bool workers_in_service(const struct workers *w, int index, char *why,
-			size_t len);
+bool workers_in_service(const struct workers *w, int index,
+			unsigned int *retry_sec, char *why, size_t len);
 /* Limits of device index (or, with -1, the smallest of all devices). */
 bool workers_device_limits(const struct workers *w, int index,
 			   struct device_limits *ret);
