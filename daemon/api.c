@@ -175,15 +175,19 @@ static int parse_wait(struct api *api, struct http_request *req,
 /*
  * Whether this node can take the job at all: a GPU (or a dry run), the
  * device it names, and cuBLASLt on it if the job asks for that.  lim gets
- * the limits the planner must respect.
+ * the limits the planner must respect; *retry_sec, for an error, the
+ * seconds after which the job could be taken (0: not that soon, if ever).
  */
 static int check_device(struct api *api, const struct gemm_spec *spec,
-			struct device_limits *lim, struct gemmd_error *err)
+			struct device_limits *lim, struct gemmd_error *err,
+			unsigned int *retry_sec)
 {
 	unsigned int n = workers_count(api->workers);
 	char why[256];
 
 	memset(lim, 0, sizeof(*lim));
+	/* No GPU now is no GPU later: no Retry-After for no_device. */
+	*retry_sec = 0;
 	if (!n && !spec->dry_run)
 		return gemmd_error_set(err, 503, "no_device", NULL,
 				       "this node has no usable GPU, so GPU "
@@ -196,7 +200,7 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 	if (!n)
 		return 0;
 	if (!spec->dry_run && !workers_in_service(api->workers, spec->device,
-						  NULL, why, sizeof(why)))
+						  retry_sec, why, sizeof(why)))
 		return gemmd_error_set(err, 503, "out_of_service",
 				       spec->device >= 0 ? "device" : NULL,
 				       "%s", why);
@@ -207,11 +211,11 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 
 static void post_job(struct api *api, struct http_request *req)
 {
+	unsigned int wait, retry_sec = 0;
 	struct gemmd_error err;
 	struct device_limits lim;
 	struct gemm_spec spec;
 	struct gemm_plan plan;
-	unsigned int wait;
 	struct job *job;
 	const char *body;
 	size_t len;
@@ -221,9 +225,9 @@ static void post_job(struct api *api, struct http_request *req)
 		return;
 	body = http_request_body(req, &len);
 	if (spec_parse(body, len, &spec, &err) < 0 ||
-	    check_device(api, &spec, &lim, &err) < 0 ||
+	    check_device(api, &spec, &lim, &err, &retry_sec) < 0 ||
 	    plan_resolve(api->catalog, &spec, &lim, &plan, &err) < 0) {
-		http_respond_error(req, &err);
+		http_respond_error_retry(req, &err, retry_sec);
 		return;
 	}
 	r = job_store_add(api->jobs, &spec, &job);
