@@ -209,6 +209,27 @@ static int check_device(struct api *api, const struct gemm_spec *spec,
 	return plan_check_baseline(spec, lim->cublaslt, err);
 }
 
+/*
+ * When a full queue takes a job again: a slot frees as soon as any queued
+ * job starts, which gemmd cannot foresee.  The running jobs' deadlines
+ * bound it, but they are loose by design (30 s at the least, for a
+ * default 4096^3 job that runs in under a second) and would idle a
+ * client long after the queue moved on.  A refusal costs gemmd a parse
+ * and a plan, so clients are asked back soon: that keeps the GPUs fed
+ * where max-queued is small, and costs little where it is large.
+ */
+#define QUEUE_FULL_RETRY_SEC 1
+
+static void refuse_queue_full(struct api *api, struct http_request *req)
+{
+	struct gemmd_error err;
+
+	gemmd_error_set(&err, 503, "queue_full", NULL,
+			"%u jobs are queued; try again in %u s",
+			job_store_queued(api->jobs), QUEUE_FULL_RETRY_SEC);
+	http_respond_error_retry(req, &err, QUEUE_FULL_RETRY_SEC);
+}
+
 static void post_job(struct api *api, struct http_request *req)
 {
 	unsigned int wait, retry_sec = 0;
@@ -232,9 +253,7 @@ static void post_job(struct api *api, struct http_request *req)
 	}
 	r = job_store_add(api->jobs, &spec, &job);
 	if (r == -EBUSY) {
-		http_respond_errorf(req, 503, "queue_full", NULL,
-				    "%u jobs are queued; try again later",
-				    job_store_queued(api->jobs));
+		refuse_queue_full(api, req);
 		return;
 	}
 	if (r < 0) {
@@ -358,6 +377,11 @@ static void answer_waiter(struct api *api, struct http_request *req)
 				    "the job is gone");
 		return;
 	}
+	/*
+	 * No Retry-After: the job ends with gemmd, so the same request can
+	 * only get a 404, and a gemmd stopped on purpose is not restarted
+	 * (Restart=on-failure); if and when it comes back is not ours to say.
+	 */
 	if (api->stopping && !job_state_is_final(job->state)) {
 		http_respond_errorf(req, 503, "shutting_down", NULL,
 				    "gemmd is stopping; job %s has not ended "
