@@ -7,6 +7,7 @@
 #endif
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "ctl-http.h"
+#include "ctl-print.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -59,6 +61,7 @@ void ctl_reply_done(struct ctl_reply *r)
 	r->body = NULL;
 	r->len = 0;
 	r->status = 0;
+	r->retry_after_s = 0;
 }
 
 char *ctl_http_escape(const char *s)
@@ -85,11 +88,23 @@ char *ctl_http_escape(const char *s)
 	return out;
 }
 
+/* Gives up on the transfer once *stop is set (SIGINT in tune). */
+static int on_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	volatile sig_atomic_t *stop = data;
+
+	return *stop ? 1 : 0;
+}
+
 static int report_curl(const struct ctl_http *h, CURLcode cc,
 		       const char *errbuf, long timeout_s)
 {
 	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
 
+	/* The caller asked for it, and says why it stops. */
+	if (cc == CURLE_ABORTED_BY_CALLBACK && h->stop && *h->stop)
+		return -EINTR;
 	/* Not a switch: -Wswitch-enum wants all of libcurl's ~100 codes. */
 	if (cc == CURLE_URL_MALFORMAT) {
 		fprintf(stderr, "gemmctl: invalid URL '%s': %s\n", h->url, why);
@@ -163,6 +178,32 @@ static int set_method(CURL *curl, const char *method, const char *body,
 	if (cc == CURLE_OK && strcmp(method, "GET") && strcmp(method, "POST"))
 		cc = curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
 	return cc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* libcurl calls it about once a second even while nothing moves. */
+static int set_stop(CURL *curl, volatile sig_atomic_t *stop)
+{
+	CURLcode cc = CURLE_OK;
+
+	if (!stop)
+		return 0;
+	cc |= curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cc |= curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)stop);
+	cc |= curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+	return cc == CURLE_OK ? 0 : -ENOMEM;
+}
+
+/* Whole seconds, from a number or an HTTP date; 0 without the header. */
+static long retry_after(CURL *curl)
+{
+#if LIBCURL_VERSION_NUM >= 0x074200
+	curl_off_t s = 0;
+
+	if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &s) == CURLE_OK &&
+	    s > 0)
+		return s > LONG_MAX ? LONG_MAX : (long)s;
+#endif
+	return 0;
 }
 
 static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
@@ -253,6 +294,8 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 	if (r < 0)
 		goto out;
 	r = set_method(curl, method, body, len);
+	if (r == 0)
+		r = set_stop(curl, h->stop);
 	if (r < 0)
 		goto out;
 
@@ -270,6 +313,7 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 		goto out;
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+	reply.retry_after_s = retry_after(curl);
 	*ret = reply;
 	reply.body = NULL;
 	r = 0;
@@ -280,5 +324,123 @@ out:
 	curl_slist_free_all(headers);
 	free(url);
 	curl_easy_cleanup(curl);
+	return r;
+}
+
+/* --- API calls ------------------------------------------------------------ */
+
+int ctl_transport_exit(int r)
+{
+	switch (-r) {
+	case EINVAL:
+		return CTL_EXIT_USAGE;
+	case ENOMEM:
+	case EFBIG:
+		return CTL_EXIT_ERROR;
+	case EINTR:
+		return CTL_EXIT_INTERRUPTED;
+	default:
+		return CTL_EXIT_UNREACHABLE;
+	}
+}
+
+static void print_raw(FILE *f, const char *body, size_t len)
+{
+	fwrite(body, 1, len, f);
+	if (len && body[len - 1] != '\n')
+		fputc('\n', f);
+}
+
+void ctl_report_error(const struct ctl_http *h, bool json, const char *method,
+		      const char *path, const struct ctl_reply *reply)
+{
+	json_t *root = NULL;
+	char *text;
+
+	if (reply->len)
+		root = json_loadb(reply->body, reply->len, 0, NULL);
+	if (json && root)
+		ctl_print_json_text(stdout, reply->body, reply->len);
+	else if (json)
+		print_raw(stdout, reply->body, reply->len);
+
+	/* What gemmd says goes to a terminal: escaped. */
+	text = ctl_error_text(json_object_get(root, "error"));
+	if (text)
+		ctl_print_text(stderr, "gemmctl: %s", text);
+	else
+		fprintf(stderr, "gemmctl: %s %s%s: HTTP status %ld", method,
+			h->url, path, reply->status);
+	fputc('\n', stderr);
+	free(text);
+	json_decref(root);
+}
+
+static bool has_shape(const json_t *root, const struct ctl_shape *want)
+{
+	const json_t *v = json_object_get(root, want->key);
+
+	return v && json_typeof(v) == want->type;
+}
+
+/* Whether a 2xx reply is what the command expects; reported if not. */
+static bool check_reply(const struct ctl_http *h, const char *method,
+			const char *path, const struct ctl_reply *reply,
+			const struct ctl_shape *want, json_t **ret_root)
+{
+	json_error_t err;
+	json_t *root;
+
+	if (!reply->len && want->empty_ok &&
+	    (reply->status == 202 || reply->status == 204))
+		return true;
+	if (!reply->len) {
+		fprintf(stderr, "gemmctl: %s %s%s: empty reply (HTTP %ld)\n",
+			method, h->url, path, reply->status);
+		return false;
+	}
+	root = json_loadb(reply->body, reply->len, 0, &err);
+	if (!root) {
+		/* jansson quotes the reply: "invalid token near '...'" */
+		ctl_print_text(stderr,
+			       "gemmctl: %s %s%s: reply is not JSON: %s",
+			       method, h->url, path, err.text);
+		fputc('\n', stderr);
+		return false;
+	}
+	if (!has_shape(root, want)) {
+		fprintf(stderr, "gemmctl: %s %s%s: reply is not %s\n", method,
+			h->url, path, want->what);
+		json_decref(root);
+		return false;
+	}
+	*ret_root = root;
+	return true;
+}
+
+int ctl_call(const struct ctl_http *h, bool json, const char *method,
+	     const char *path, const char *body, size_t len, long extra_s,
+	     const struct ctl_shape *want, json_t **ret_root)
+{
+	struct ctl_reply reply = {};
+	json_t *root = NULL;
+	int r;
+
+	r = ctl_http_request(h, method, path, body, len, extra_s, &reply);
+	if (r < 0)
+		return ctl_transport_exit(r);
+	r = CTL_EXIT_ERROR;
+	if (reply.status < 200 || reply.status > 299) {
+		ctl_report_error(h, json, method, path, &reply);
+		goto out;
+	}
+	if (!check_reply(h, method, path, &reply, want, &root))
+		goto out;
+	if (root && json)
+		ctl_print_json_text(stdout, reply.body, reply.len);
+	*ret_root = root;
+	r = CTL_EXIT_OK;
+out:
+	ctl_reply_done(&reply);
 	return r;
 }

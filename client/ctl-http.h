@@ -5,17 +5,34 @@
  */
 #pragma once
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <jansson.h>
+
+/* Scripts tell these apart, so they are part of the interface. */
+enum ctl_exit {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_ERROR = 1, /* gemmd answered with an error, or a local one */
+	CTL_EXIT_USAGE = 2,
+	CTL_EXIT_UNREACHABLE = 3,
+	CTL_EXIT_JOB_FAILED = 4, /* submit --wait: the job did not succeed */
+	CTL_EXIT_INTERRUPTED = 130, /* tune: SIGINT, as a shell reports it */
+};
 
 struct ctl_http {
 	const char *url; /* base URL, no trailing slash */
 	long timeout_s; /* whole request; 0: no limit */
+	/* When set and it becomes non-zero, a request gives up (-EINTR). */
+	volatile sig_atomic_t *stop;
 };
 
 struct ctl_reply {
 	long status; /* HTTP status code */
 	char *body; /* NUL-terminated, NULL when empty */
 	size_t len;
+	long retry_after_s; /* the Retry-After header; 0 without one */
 };
 
 /*
@@ -23,8 +40,9 @@ struct ctl_reply {
  * timeout_s + extra_s for the whole reply.  A reply of any HTTP status is a
  * success.  On failure the reason has been printed and the return value is
  * -EINVAL (the URL is unusable: malformed, or not http or https), -ENOMEM,
- * -EFBIG (reply too large) or another negative errno meaning that gemmd
- * could not be reached or did not answer in HTTP.
+ * -EFBIG (reply too large), -EINTR (h->stop was set: not reported) or
+ * another negative errno meaning that gemmd could not be reached or did
+ * not answer in HTTP.
  */
 int ctl_http_request(const struct ctl_http *h, const char *method,
 		     const char *path, const char *body, size_t len,
@@ -33,3 +51,35 @@ void ctl_reply_done(struct ctl_reply *r);
 
 /* Percent-encodes s for a path segment or query value; NULL on OOM. */
 char *ctl_http_escape(const char *s);
+
+/* The exit status for a failed ctl_http_request(). */
+int ctl_transport_exit(int r);
+
+/*
+ * What a 2xx reply must hold: an object with member key of the given
+ * type.  Anything else, an empty body included, would print as an empty
+ * list or nothing at all and pass for success.
+ */
+struct ctl_shape {
+	const char *what; /* for the message: "reply is not <what>" */
+	const char *key;
+	json_type type;
+	bool empty_ok; /* an empty 202 or 204 will do (cancel) */
+};
+
+/*
+ * Prints gemmd's error reply to stderr as "gemmctl: code: message (field:
+ * f)", and with json its body to stdout as well.
+ */
+void ctl_report_error(const struct ctl_http *h, bool json, const char *method,
+		      const char *path, const struct ctl_reply *reply);
+
+/*
+ * One API call.  On a 2xx reply of the shape wanted, *ret_root holds the
+ * parsed body (NULL for an empty one that want allows), and with json it
+ * has been printed.  Returns an exit status (enum ctl_exit); anything that
+ * went wrong has been reported.
+ */
+int ctl_call(const struct ctl_http *h, bool json, const char *method,
+	     const char *path, const char *body, size_t len, long extra_s,
+	     const struct ctl_shape *want, json_t **ret_root);

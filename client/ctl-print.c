@@ -261,6 +261,24 @@ static const char *int_text(const json_t *obj, const char *key, char *buf,
 	return buf;
 }
 
+char *ctl_error_text(const json_t *error)
+{
+	const char *code = jstr(error, "code");
+	const char *msg = jstr(error, "message");
+	const char *field = jstr(error, "field");
+	char *text;
+	int r;
+
+	if (!code)
+		return NULL;
+	if (field)
+		r = asprintf(&text, "%s: %s (field: %s)", code, msg ?: "-",
+			     field);
+	else
+		r = asprintf(&text, "%s: %s", code, msg ?: "-");
+	return r < 0 ? NULL : text;
+}
+
 /* --- tables --------------------------------------------------------------- */
 
 struct table {

@@ -33,6 +33,12 @@ void ctl_print_json_text(FILE *f, const char *text, size_t len);
 size_t ctl_escape(char *dst, size_t size, const char *src);
 _printf_(2, 3) void ctl_print_text(FILE *f, const char *fmt, ...);
 
+/*
+ * gemmd's error object ({"code", "message", "field"}) as "code: message
+ * (field: f)", unescaped; NULL when it has no code, or on OOM.  Free it.
+ */
+char *ctl_error_text(const json_t *error);
+
 /* A job object as a short "label: value" summary. */
 void ctl_print_job(const json_t *job);
 /* Whether a finished job is a success: done, and not failing verification. */

@@ -33,15 +33,6 @@
 #define SECONDS_MAX 31536000UL /* a year: anything longer is a typo */
 #define JOB_FILE_MAX (16u << 20)
 
-/* Scripts tell these apart, so they are part of the interface. */
-enum ctl_exit {
-	CTL_EXIT_OK = 0,
-	CTL_EXIT_ERROR = 1, /* gemmd answered with an error, or a local one */
-	CTL_EXIT_USAGE = 2,
-	CTL_EXIT_UNREACHABLE = 3,
-	CTL_EXIT_JOB_FAILED = 4, /* submit --wait: the job did not succeed */
-};
-
 struct ctl {
 	struct ctl_http http;
 	bool json;
@@ -235,150 +226,19 @@ static int operands(const char *cmd, const char *what, int argc, char **argv,
 
 /* --- requests ------------------------------------------------------------- */
 
-static int transport_exit(int r)
-{
-	switch (-r) {
-	case EINVAL:
-		return CTL_EXIT_USAGE;
-	case ENOMEM:
-	case EFBIG:
-		return CTL_EXIT_ERROR;
-	default:
-		return CTL_EXIT_UNREACHABLE;
-	}
-}
-
-static void print_raw(FILE *f, const char *body, size_t len)
-{
-	fwrite(body, 1, len, f);
-	if (len && body[len - 1] != '\n')
-		fputc('\n', f);
-}
-
-static void report_error(const struct ctl *ctl, const char *method,
-			 const char *path, const struct ctl_reply *reply)
-{
-	const char *code, *msg, *field;
-	const json_t *error;
-	json_t *root = NULL;
-
-	if (reply->len)
-		root = json_loadb(reply->body, reply->len, 0, NULL);
-	error = json_object_get(root, "error");
-	code = json_string_value(json_object_get(error, "code"));
-	msg = json_string_value(json_object_get(error, "message"));
-	field = json_string_value(json_object_get(error, "field"));
-
-	if (ctl->json && root)
-		ctl_print_json_text(stdout, reply->body, reply->len);
-	else if (ctl->json)
-		print_raw(stdout, reply->body, reply->len);
-
-	/* What gemmd says goes to a terminal: escaped. */
-	if (!code)
-		fprintf(stderr, "gemmctl: %s %s%s: HTTP status %ld", method,
-			ctl->http.url, path, reply->status);
-	else if (field)
-		ctl_print_text(stderr, "gemmctl: %s: %s (field: %s)", code,
-			       msg ?: "-", field);
-	else
-		ctl_print_text(stderr, "gemmctl: %s: %s", code, msg ?: "-");
-	fputc('\n', stderr);
-	json_decref(root);
-}
-
-/*
- * What a 2xx reply must hold: an object with member key of the given
- * type.  Anything else, an empty body included, would print as an empty
- * list or nothing at all and pass for success.
- */
-struct shape {
-	const char *what; /* for the message: "reply is not <what>" */
-	const char *key;
-	json_type type;
-	bool empty_ok; /* an empty 202 or 204 will do (cancel) */
-};
-
-static const struct shape job_shape = {
+static const struct ctl_shape job_shape = {
 	.what = "a job",
 	.key = "id",
 	.type = JSON_STRING,
 };
 
-static bool has_shape(const json_t *root, const struct shape *want)
-{
-	const json_t *v = json_object_get(root, want->key);
-
-	return v && json_typeof(v) == want->type;
-}
-
-/* Whether a 2xx reply is what the command expects; reported if not. */
-static bool check_reply(const struct ctl *ctl, const char *method,
-			const char *path, const struct ctl_reply *reply,
-			const struct shape *want, json_t **ret_root)
-{
-	json_error_t err;
-	json_t *root;
-
-	if (!reply->len && want->empty_ok &&
-	    (reply->status == 202 || reply->status == 204))
-		return true;
-	if (!reply->len) {
-		fprintf(stderr, "gemmctl: %s %s%s: empty reply (HTTP %ld)\n",
-			method, ctl->http.url, path, reply->status);
-		return false;
-	}
-	root = json_loadb(reply->body, reply->len, 0, &err);
-	if (!root) {
-		/* jansson quotes the reply: "invalid token near '...'" */
-		ctl_print_text(stderr,
-			       "gemmctl: %s %s%s: reply is not JSON: %s",
-			       method, ctl->http.url, path, err.text);
-		fputc('\n', stderr);
-		return false;
-	}
-	if (!has_shape(root, want)) {
-		fprintf(stderr, "gemmctl: %s %s%s: reply is not %s\n", method,
-			ctl->http.url, path, want->what);
-		json_decref(root);
-		return false;
-	}
-	*ret_root = root;
-	return true;
-}
-
-/*
- * One API call.  On a 2xx reply of the shape wanted, *ret_root holds the
- * parsed body (NULL for an empty one that want allows), and with --json
- * it has been printed.  Returns an exit status; anything that went wrong
- * has been reported.
- */
+/* ctl_call() with the global options. */
 static int call(struct ctl *ctl, const char *method, const char *path,
 		const char *body, size_t len, long extra_s,
-		const struct shape *want, json_t **ret_root)
+		const struct ctl_shape *want, json_t **ret_root)
 {
-	struct ctl_reply reply = {};
-	json_t *root = NULL;
-	int r;
-
-	r = ctl_http_request(&ctl->http, method, path, body, len, extra_s,
-			     &reply);
-	if (r < 0)
-		return transport_exit(r);
-	r = CTL_EXIT_ERROR;
-	if (reply.status < 200 || reply.status > 299) {
-		report_error(ctl, method, path, &reply);
-		goto out;
-	}
-	if (!check_reply(ctl, method, path, &reply, want, &root))
-		goto out;
-	if (root && ctl->json)
-		ctl_print_json_text(stdout, reply.body, reply.len);
-	*ret_root = root;
-	r = CTL_EXIT_OK;
-out:
-	ctl_reply_done(&reply);
-	return r;
+	return ctl_call(&ctl->http, ctl->json, method, path, body, len, extra_s,
+			want, ret_root);
 }
 
 /* prefix followed by value, percent-encoded: IDs never reach the URL raw. */
@@ -570,7 +430,7 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 /* --- status, cancel, list ------------------------------------------------- */
 
 static int job_call(struct ctl *ctl, const char *cmd, const char *method,
-		    const struct shape *want, int argc, char **argv)
+		    const struct ctl_shape *want, int argc, char **argv)
 {
 	const char *id;
 	json_t *job = NULL;
@@ -604,7 +464,7 @@ static int cmd_status(struct ctl *ctl, int argc, char **argv)
 
 static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
 {
-	static const struct shape cancelled = {
+	static const struct ctl_shape cancelled = {
 		.what = "a job",
 		.key = "id",
 		.type = JSON_STRING,
@@ -637,7 +497,7 @@ static int parse_list(int argc, char **argv, const char **ret_state)
 	return 0;
 }
 
-static const struct shape jobs_shape = { "a job list", "jobs", JSON_ARRAY };
+static const struct ctl_shape jobs_shape = { "a job list", "jobs", JSON_ARRAY };
 
 /*
  * Every page of a listing, from path on, into all: gemmd answers at most
@@ -711,7 +571,7 @@ static int cmd_list(struct ctl *ctl, int argc, char **argv)
 struct view {
 	const char *cmd;
 	const char *path;
-	struct shape shape;
+	struct ctl_shape shape;
 	int (*show)(json_t *root);
 };
 
