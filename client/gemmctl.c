@@ -35,6 +35,7 @@
 
 struct ctl {
 	struct ctl_http http;
+	char *url; /* what http.url points to, once resolved */
 	bool json;
 	bool help;
 	bool version;
@@ -667,20 +668,28 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
-/* --url, else $GEMMD_URL, else the default; without trailing slashes. */
-static char *base_url(const char *opt)
+/*
+ * --url, else $GEMMD_URL, else the default; without trailing slashes.  An
+ * empty one is refused rather than taken for the default: GEMMD_URL= set
+ * by a script whose variable was empty would otherwise reach whatever
+ * listens on the default port.
+ */
+static int base_url(const char *opt, char **ret)
 {
 	const char *env = getenv("GEMMD_URL");
-	const char *url = opt ?: (env && *env ? env : DEFAULT_URL);
-	char *copy = strdup(url);
+	const char *url = opt ?: env ?: DEFAULT_URL;
 	size_t n;
 
-	if (!copy)
-		return NULL;
-	n = strlen(copy);
-	while (n > 0 && copy[n - 1] == '/')
-		copy[--n] = '\0';
-	return copy;
+	if (!*url)
+		return usage_error("%s is empty: give gemmd's URL",
+				   opt ? "--url" : "GEMMD_URL");
+	*ret = strdup(url);
+	if (!*ret)
+		return -ENOMEM;
+	n = strlen(*ret);
+	while (n > 0 && (*ret)[n - 1] == '/')
+		(*ret)[--n] = '\0';
+	return 0;
 }
 
 /* A full disk or a closed pipe must not look like success to a script. */
@@ -695,6 +704,7 @@ static int close_stdout(int r)
 static int run(struct ctl *ctl, int argc, char **argv)
 {
 	const struct command *cmd;
+	int r;
 
 	if (ctl->help)
 		return cmd_help(ctl, argc, argv);
@@ -715,28 +725,29 @@ static int run(struct ctl *ctl, int argc, char **argv)
 		usage_error("unknown command '%s'", argv[0]);
 		return CTL_EXIT_USAGE;
 	}
+	/* help needs no URL, so it works whatever GEMMD_URL holds */
+	if (cmd->run != cmd_help) {
+		r = base_url(ctl->http.url, &ctl->url);
+		if (r < 0)
+			return r == -ENOMEM ? oom() : CTL_EXIT_USAGE;
+		ctl->http.url = ctl->url;
+	}
 	return cmd->run(ctl, argc - 1, argv + 1);
 }
 
 int main(int argc, char **argv)
 {
 	struct ctl ctl = { .http.timeout_s = DEFAULT_TIMEOUT_S };
-	char *url;
 	int r;
 
 	if (parse_globals(&ctl, &argc, argv) < 0)
 		return CTL_EXIT_USAGE;
-	url = base_url(ctl.http.url);
-	if (!url)
-		return oom();
-	ctl.http.url = url;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fputs("gemmctl: cannot initialise libcurl\n", stderr);
-		free(url);
 		return CTL_EXIT_ERROR;
 	}
 	r = run(&ctl, argc, argv);
 	curl_global_cleanup();
-	free(url);
+	free(ctl.url);
 	return close_stdout(r);
 }
