@@ -410,8 +410,7 @@ static void table_done(struct table *t)
 
 /* --- verification --------------------------------------------------------- */
 
-/* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */
-static const char *verdict(const json_t *job)
+const char *ctl_job_verdict(const json_t *job)
 {
 	const json_t *v =
 		json_object_get(json_object_get(job, "result"), "verify");
@@ -428,7 +427,7 @@ bool ctl_job_succeeded(const json_t *job)
 	const char *state = jstr(job, "state");
 
 	return state && !strcmp(state, "done") &&
-	       strcmp(verdict(job), "FAILED") != 0;
+	       strcmp(ctl_job_verdict(job), "FAILED") != 0;
 }
 
 /* --- job summary ---------------------------------------------------------- */
@@ -672,7 +671,7 @@ static void print_verify(const json_t *job)
 {
 	const json_t *v =
 		json_object_get(json_object_get(job, "result"), "verify");
-	const char *text = verdict(job);
+	const char *text = ctl_job_verdict(job);
 	double abs_err = 0, rel_err = 0, atol = 0, rtol = 0;
 	json_int_t bad = 0, nans = 0, infs = 0, unwritten = 0;
 	const char *bad_got;
@@ -839,7 +838,7 @@ static void job_row(struct table *t, size_t row, const json_t *job)
 		table_set(t, row, 8, "%.1f", tflops);
 	else
 		table_set(t, row, 8, "-");
-	table_set(t, row, 9, "%s", verdict(job));
+	table_set(t, row, 9, "%s", ctl_job_verdict(job));
 }
 
 static int print_rows(struct table *t, const json_t *items, const char *none,
@@ -988,6 +987,137 @@ int ctl_print_devices(const json_t *devices)
 		putchar('\n');
 	}
 	return 0;
+}
+
+/* --- tune ---------------------------------------------------------------- */
+
+/*
+ * The knobs of a tune entry in five cells from col on: schedule, tile,
+ * stages, cluster and epilogue.  The stages are the plan's where there is
+ * one, since a candidate may leave them to the planner.
+ */
+static void knob_cells(struct table *t, size_t row, size_t col, const json_t *e)
+{
+	const json_t *kernel = json_object_get(e, "kernel");
+	const json_t *plan = json_object_get(e, "plan");
+	char buf[48];
+
+	table_set(t, row, col, "%s", jstr(kernel, "schedule") ?: "-");
+	table_set(t, row, col + 1, "%s", jstr(kernel, "tile") ?: "-");
+	table_set(t, row, col + 2, "%s",
+		  json_is_object(plan) ?
+			  int_text(plan, "stages", buf, sizeof(buf)) :
+			  int_text(kernel, "stages", buf, sizeof(buf)));
+	table_set(t, row, col + 3, "%s",
+		  dims(json_object_get(kernel, "cluster"), buf, sizeof(buf)));
+	table_set(t, row, col + 4, "%s", jstr(kernel, "epilogue") ?: "-");
+}
+
+static void plan_row(struct table *t, size_t row, const json_t *e)
+{
+	char buf[48];
+
+	table_set(t, row, 0, "%zu", row + 1);
+	knob_cells(t, row, 1, e);
+	table_set(t, row, 6, "%s",
+		  dims(json_object_get(json_object_get(e, "plan"), "grid"), buf,
+		       sizeof(buf)));
+}
+
+int ctl_print_tune_plans(const json_t *entries)
+{
+	static const char *const head[] = { "#",      "SCHEDULE", "TILE",
+					    "STAGES", "CLUSTER",  "EPILOGUE",
+					    "GRID" };
+	struct table t = { .head = head,
+			   .align = "rllrlll",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, entries, "no valid candidates", plan_row);
+}
+
+/* A number member with prec decimals and a unit, "-" when absent. */
+static void num_cell(struct table *t, size_t row, size_t col, const json_t *obj,
+		     const char *key, int prec, const char *unit)
+{
+	double v;
+
+	if (jnum(obj, key, &v))
+		table_set(t, row, col, "%.*f%s", prec, v, unit);
+	else
+		table_set(t, row, col, "-");
+}
+
+static void rank_row(struct table *t, size_t row, const json_t *e)
+{
+	char buf[32];
+
+	table_set(t, row, 0, "%s", int_text(e, "rank", buf, sizeof(buf)));
+	num_cell(t, row, 1, e, "tflops", 1, "");
+	num_cell(t, row, 2, e, "median_us", 1, "");
+	knob_cells(t, row, 3, e);
+	table_set(t, row, 8, "%s", jstr(e, "verify") ?: "-");
+	/* only in the table when the base job has a baseline */
+	if (t->ncols > 9)
+		num_cell(t, row, 9, e, "speedup_vs_baseline", 3, "x");
+}
+
+int ctl_print_tune_ranking(const json_t *entries, bool speedup)
+{
+	static const char *const head[] = {
+		"RANK",	  "TFLOP/s", "MEDIAN_US", "SCHEDULE", "TILE",
+		"STAGES", "CLUSTER", "EPILOGUE",  "VERIFY",   "SPEEDUP",
+	};
+	struct table t = { .head = head,
+			   .align = "rrrllrllll",
+			   .ncols = ARRAY_SIZE(head) - !speedup };
+
+	return print_rows(&t, entries, "no candidate ran", rank_row);
+}
+
+static void failed_row(struct table *t, size_t row, const json_t *e)
+{
+	knob_cells(t, row, 0, e);
+	table_set(t, row, 5, "%s", jstr(e, "state") ?: "-");
+	table_set(t, row, 6, "%s", jstr(e, "reason") ?: "-");
+}
+
+int ctl_print_tune_failed(const json_t *entries)
+{
+	static const char *const head[] = { "SCHEDULE", "TILE",	    "STAGES",
+					    "CLUSTER",	"EPILOGUE", "STATE",
+					    "REASON" };
+	struct table t = { .head = head,
+			   .align = "llrllll",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, entries, "", failed_row);
+}
+
+/* One line each, whole: the planner's reasons are too long for a cell. */
+void ctl_print_tune_refused(const json_t *entries)
+{
+	const json_t *e, *kernel;
+	char cluster[48], stages[32];
+	char *why;
+	size_t i;
+
+	json_array_foreach(entries, i, e) {
+		kernel = json_object_get(e, "kernel");
+		why = ctl_error_text(json_object_get(e, "error"));
+		ctl_print_text(stdout,
+			       "refused: %s %s, stages %s, cluster %s, %s "
+			       "epilogue: %s",
+			       jstr(kernel, "schedule") ?: "-",
+			       jstr(kernel, "tile") ?: "-",
+			       int_text(kernel, "stages", stages,
+					sizeof(stages)),
+			       dims(json_object_get(kernel, "cluster"), cluster,
+				    sizeof(cluster)),
+			       jstr(kernel, "epilogue") ?: "-", why ?: "-");
+		putchar('\n');
+		free(why);
+	}
 }
 
 /* A scalar or an array of scalars compactly, an array of objects as a count. */

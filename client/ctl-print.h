@@ -43,11 +43,25 @@ char *ctl_error_text(const json_t *error);
 void ctl_print_job(const json_t *job);
 /* Whether a finished job is a success: done, and not failing verification. */
 bool ctl_job_succeeded(const json_t *job);
+/* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */
+const char *ctl_job_verdict(const json_t *job);
 
 /* Tables; each returns 0 or -ENOMEM. */
 int ctl_print_jobs(const json_t *jobs);
 int ctl_print_kernels(const json_t *kernels);
 int ctl_print_devices(const json_t *devices);
+
+/*
+ * gemmctl tune's tables, of the entries of its JSON document: each has
+ * the "kernel" object it sent and the dry run's "plan"; a ranked one
+ * "rank", "tflops", "median_us", "verify" and "speedup_vs_baseline"
+ * (shown when speedup is true); a failed one "state" and "reason"; a
+ * refused one gemmd's "error".  Each returns 0 or -ENOMEM.
+ */
+int ctl_print_tune_plans(const json_t *entries);
+int ctl_print_tune_ranking(const json_t *entries, bool speedup);
+int ctl_print_tune_failed(const json_t *entries);
+void ctl_print_tune_refused(const json_t *entries);
 
 /* Any object as "key: value" lines, for people. */
 void ctl_print_object(json_t *obj);
