@@ -21,6 +21,7 @@
 
 #include "ctl-http.h"
 #include "ctl-print.h"
+#include "ctl-tune.h"
 #include "util.h"
 
 #ifndef PACKAGE_VERSION
@@ -30,6 +31,7 @@
 #define DEFAULT_URL "http://127.0.0.1:8090"
 #define DEFAULT_TIMEOUT_S 30L
 #define DEFAULT_WAIT_S 600L
+#define DEFAULT_TUNE_WAIT_S 3600L
 #define SECONDS_MAX 31536000UL /* a year: anything longer is a typo */
 #define JOB_FILE_MAX (16u << 20)
 
@@ -62,6 +64,21 @@ static void usage(FILE *f)
 		"  kernels                     list the kernels gemmd can run\n"
 		"  devices                     list the GPUs and their workers\n"
 		"  health                      check that gemmd is up\n"
+		"  tune FILE [OPTION]...       try each kernel configuration the catalog\n"
+		"                              offers for the job in FILE and rank them\n"
+		"\n"
+		"Options of tune:\n"
+		"  --dry-run             only check the candidates with dry runs (no GPU\n"
+		"                        needed) and list the valid ones\n"
+		"  --schedule S[,S]...   only kernels of these schedules\n"
+		"  --stages all|default  each stage count a kernel takes, or the planner's\n"
+		"                        choice (default)\n"
+		"  --clusters all|1x1    each cluster shape a kernel takes (default), or 1x1\n"
+		"  --max-inflight N      jobs queued or running at once (default: one a GPU)\n"
+		"  --wait SEC            give up on the sweep after SEC s (default 3600,\n"
+		"                        0: never)\n"
+		"  --top N               rank only the N fastest\n"
+		"  -v, --verbose         list the candidates gemmd refused, and why\n"
 		"\n"
 		"Options (anywhere on the line):\n"
 		"  --url URL      gemmd's address (default: $GEMMD_URL, else %s)\n"
@@ -73,7 +90,8 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 success; 1 gemmd reported an error; 2 usage error;\n"
 		"3 gemmd cannot be reached; 4 submit --wait: the job did not end\n"
-		"done with verification passed or not checked.\n",
+		"done with verification passed or not checked.  tune: 1 also when no\n"
+		"candidate passed (with --dry-run: none was valid); 130 interrupted.\n",
 		DEFAULT_URL);
 }
 
@@ -428,6 +446,147 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 	return r;
 }
 
+/* --- tune ----------------------------------------------------------------- */
+
+static int parse_count(const char *opt, const char *s, long *ret)
+{
+	if (parse_seconds(s, ret) < 0 || *ret < 1)
+		return usage_error("tune: invalid %s '%s': want a whole number "
+				   "above 0",
+				   opt, s);
+	return 0;
+}
+
+/* "--name WORD" where WORD is one of two; *ret: whether it is the second. */
+static int parse_choice(const char *opt, const char *s, const char *no,
+			const char *yes, bool *ret)
+{
+	if (strcmp(s, no) && strcmp(s, yes))
+		return usage_error("tune: invalid %s '%s': want %s or %s", opt,
+				   s, no, yes);
+	*ret = !strcmp(s, yes);
+	return 0;
+}
+
+static int set_top(const char *v, struct ctl_tune_opts *o)
+{
+	return parse_count("--top", v, &o->top);
+}
+
+static int set_max_inflight(const char *v, struct ctl_tune_opts *o)
+{
+	return parse_count("--max-inflight", v, &o->max_inflight);
+}
+
+static int set_wait(const char *v, struct ctl_tune_opts *o)
+{
+	if (parse_seconds(v, &o->wait_s) < 0)
+		return usage_error("tune: invalid --wait '%s'", v);
+	return 0;
+}
+
+static int set_stages(const char *v, struct ctl_tune_opts *o)
+{
+	return parse_choice("--stages", v, "default", "all", &o->all_stages);
+}
+
+static int set_clusters(const char *v, struct ctl_tune_opts *o)
+{
+	return parse_choice("--clusters", v, "all", "1x1", &o->cluster_1x1);
+}
+
+static int set_schedule(const char *v, struct ctl_tune_opts *o)
+{
+	if (!*v)
+		return usage_error("tune: empty --schedule");
+	o->schedules = v;
+	return 0;
+}
+
+/* As match_value(): 1 for an option of tune's, 0 for another word. */
+static int match_tune(int argc, char **argv, int *i, struct ctl_tune_opts *o)
+{
+	static const struct {
+		const char *name;
+		int (*set)(const char *v, struct ctl_tune_opts *o);
+	} values[] = {
+		{ "--top", set_top },
+		{ "--max-inflight", set_max_inflight },
+		{ "--wait", set_wait },
+		{ "--stages", set_stages },
+		{ "--clusters", set_clusters },
+		{ "--schedule", set_schedule },
+	};
+	const char *a = argv[*i], *v;
+	size_t k;
+	int r;
+
+	if (!strcmp(a, "--dry-run")) {
+		o->dry_run = true;
+		return 1;
+	}
+	if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+		o->verbose = true;
+		return 1;
+	}
+	for (k = 0; k < ARRAY_SIZE(values); k++) {
+		r = match_value(values[k].name, argc, argv, i, &v);
+		if (r > 0)
+			r = values[k].set(v, o) ?: 1;
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_tune(int argc, char **argv, const char **ret_file,
+		      struct ctl_tune_opts *o)
+{
+	bool opts = true;
+	int i, r;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+			continue;
+		}
+		r = opts ? match_tune(argc, argv, &i, o) : 0;
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
+		if (opts && a[0] == '-' && a[1])
+			return usage_error("tune: unknown option '%s'", a);
+		if (*ret_file)
+			return usage_error("tune: unexpected argument '%s'", a);
+		*ret_file = a;
+	}
+	if (!*ret_file)
+		return usage_error("tune: missing job file ('-' for stdin)");
+	return 0;
+}
+
+static int cmd_tune(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_tune_opts o = { .wait_s = DEFAULT_TUNE_WAIT_S,
+				   .json = ctl->json };
+	const char *file = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (parse_tune(argc, argv, &file, &o) < 0)
+		return CTL_EXIT_USAGE;
+	if (read_job(file, &buf, &len) < 0)
+		return CTL_EXIT_ERROR;
+	r = ctl_tune(&ctl->http, &o, strcmp(file, "-") ? file : "<stdin>", buf,
+		     len);
+	free(buf);
+	return r;
+}
+
 /* --- status, cancel, list ------------------------------------------------- */
 
 static int job_call(struct ctl *ctl, const char *cmd, const char *method,
@@ -654,6 +813,7 @@ static const struct command commands[] = {
 	{ "list", cmd_list },	    { "cancel", cmd_cancel },
 	{ "kernels", cmd_kernels }, { "devices", cmd_devices },
 	{ "health", cmd_health },   { "help", cmd_help },
+	{ "tune", cmd_tune },
 };
 
 /* --- main ----------------------------------------------------------------- */

@@ -1,0 +1,1088 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl-tune.c - gemmctl tune: an autotuning sweep of one job on one node.
+ *
+ * The candidates are the catalog's kernels for the job's dtype, layout and
+ * output type, each over the cluster shapes, epilogues and (with --stages
+ * all) stage counts it takes, less what the base job's own "kernel" object
+ * fixes.  gemmd's planner judges which of them can run: each is sent as a
+ * dry run first, so that the rules of README's job table live in one
+ * place, and only those it plans are submitted, a few at a time.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl-print.h"
+#include "ctl-tune.h"
+#include "util.h"
+
+#define BACKOFF_MIN_S 1L
+#define BACKOFF_MAX_S 30L
+/* The longest a GET holds on a job while no other job needs a look. */
+#define HOLD_MAX_S 30L
+
+enum cand_state {
+	CAND_REFUSED, /* the dry run was refused: error says why */
+	CAND_VALID, /* planned; not submitted yet */
+	CAND_INFLIGHT, /* submitted, not ended: id */
+	CAND_ENDED, /* the job ended: job says how */
+	CAND_FAILED, /* refused when submitted (error), or not run (why) */
+};
+
+struct cand {
+	enum cand_state state;
+	json_t *kernel; /* the kernel object it sends */
+	json_t *plan; /* the dry run's */
+	json_t *error; /* gemmd's error object */
+	json_t *job; /* the job as it ended */
+	char *id;
+	const char *why;
+};
+
+struct tune {
+	struct ctl_http http;
+	const struct ctl_tune_opts *opts;
+	json_t *base; /* the job as read */
+	json_t *fixed; /* its "kernel" object: the knobs it fixes */
+	json_t *spec; /* the base as gemmd resolved it, defaults filled in */
+	struct cand *cands;
+	size_t n, alloc;
+	/* the sweep: cands[0..next) have been through submit() */
+	size_t next, inflight, max_inflight;
+	double deadline, retry_at; /* CLOCK_MONOTONIC s; deadline 0: none */
+	long backoff_s;
+	int status; /* the exit status of an error that ends the sweep */
+};
+
+/* Every cluster shape a job may ask for: sides 1..8, at most 16 CTAs. */
+static const unsigned int cluster_shapes[][2] = {
+	{ 1, 1 }, { 2, 1 }, { 1, 2 }, { 4, 1 }, { 2, 2 }, { 1, 4 }, { 8, 1 },
+	{ 4, 2 }, { 2, 4 }, { 1, 8 }, { 8, 2 }, { 4, 4 }, { 2, 8 },
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	interrupted = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int oom(void)
+{
+	fputs("gemmctl: out of memory\n", stderr);
+	return -ENOMEM;
+}
+
+static const char *jstr(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+static bool same_str(const json_t *a, const json_t *b, const char *key)
+{
+	const char *x = jstr(a, key), *y = jstr(b, key);
+
+	return x && y && !strcmp(x, y);
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), s))
+			return true;
+	return false;
+}
+
+/* Whether name is one of the comma-separated list's. */
+static bool in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	for (;;) {
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+		p = strchr(p, ',');
+		if (!p)
+			return false;
+		p++;
+	}
+}
+
+/* --- requests ------------------------------------------------------------- */
+
+/* The base job with kernel (unless NULL) for its own, JSON text. */
+static char *job_body(const struct tune *t, json_t *kernel, bool dry_run)
+{
+	json_t *job = json_copy(t->base);
+	char *body = NULL;
+
+	if (job && (!kernel || !json_object_set(job, "kernel", kernel)) &&
+	    !json_object_set_new(job, "dry_run", json_boolean(dry_run)))
+		body = json_dumps(job, JSON_COMPACT);
+	json_decref(job);
+	return body;
+}
+
+/* A negative return has been reported, but for -EINTR. */
+static int post_job(struct tune *t, json_t *kernel, bool dry_run,
+		    struct ctl_reply *reply)
+{
+	char *body = job_body(t, kernel, dry_run);
+	int r;
+
+	if (!body)
+		return oom();
+	r = ctl_http_request(&t->http, "POST", "/v1/jobs", body, strlen(body),
+			     0, reply);
+	free(body);
+	return r;
+}
+
+static bool is_2xx(const struct ctl_reply *reply)
+{
+	return reply->status >= 200 && reply->status <= 299;
+}
+
+/* The reply's body as a job, an object with an "id"; NULL if not one. */
+static json_t *reply_job(const struct ctl_reply *reply)
+{
+	json_t *job = NULL;
+
+	if (reply->len)
+		job = json_loadb(reply->body, reply->len, 0, NULL);
+	if (json_is_string(json_object_get(job, "id")))
+		return job;
+	json_decref(job);
+	return NULL;
+}
+
+/* gemmd's error object in the reply, or one made of its status. */
+static json_t *reply_error(const struct ctl_reply *reply)
+{
+	json_t *root = NULL, *error;
+	char msg[64];
+
+	if (reply->len)
+		root = json_loadb(reply->body, reply->len, 0, NULL);
+	error = json_incref(json_object_get(root, "error"));
+	json_decref(root);
+	if (jstr(error, "code"))
+		return error;
+	json_decref(error);
+	snprintf(msg, sizeof(msg), "HTTP status %ld", reply->status);
+	return json_pack("{s:s, s:s}", "code", "http_status", "message", msg);
+}
+
+static bool job_ended(const json_t *job)
+{
+	static const char *const final[] = { "done", "failed", "timeout",
+					     "cancelled" };
+	const char *state = jstr(job, "state");
+	size_t i;
+
+	for (i = 0; state && i < ARRAY_SIZE(final); i++)
+		if (!strcmp(state, final[i]))
+			return true;
+	return false;
+}
+
+/* --- the base job ---------------------------------------------------------- */
+
+static int read_base(struct tune *t, const char *name, const char *text,
+		     size_t len)
+{
+	json_error_t err;
+
+	/* read_job() has checked the grammar: what is left is jansson's. */
+	t->base = json_loadb(text, len, 0, &err);
+	if (!t->base) {
+		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
+			       err.column, err.text);
+		fputc('\n', stderr);
+		return CTL_EXIT_ERROR;
+	}
+	if (!json_is_object(t->base)) {
+		fprintf(stderr, "gemmctl: %s: the base job is not an object\n",
+			name);
+		return CTL_EXIT_ERROR;
+	}
+	t->fixed = json_object_get(t->base, "kernel");
+	return CTL_EXIT_OK;
+}
+
+/*
+ * The base job, dry run as it is: gemmd's own error for a bad one, and
+ * for a good one its spec with the defaults (out_dtype, layout) filled in.
+ */
+static int check_base(struct tune *t)
+{
+	struct ctl_reply reply = {};
+	json_t *job = NULL;
+	int r;
+
+	r = post_job(t, NULL, true, &reply);
+	if (r < 0)
+		return ctl_transport_exit(r);
+	r = CTL_EXIT_ERROR;
+	if (!is_2xx(&reply)) {
+		ctl_report_error(&t->http, t->opts->json, "POST", "/v1/jobs",
+				 &reply);
+		goto out;
+	}
+	job = reply_job(&reply);
+	t->spec = json_incref(json_object_get(job, "spec"));
+	if (!json_is_object(t->spec)) {
+		fprintf(stderr,
+			"gemmctl: POST %s/v1/jobs: reply is not a job\n",
+			t->http.url);
+		goto out;
+	}
+	r = CTL_EXIT_OK;
+out:
+	json_decref(job);
+	ctl_reply_done(&reply);
+	return r;
+}
+
+/* --- candidates ------------------------------------------------------------ */
+
+/* "128x256x64" from the catalog's [128, 256, 64]; NULL if not that. */
+static const char *tile_text(const json_t *k, char *buf, size_t len)
+{
+	const json_t *tile = json_object_get(k, "tile");
+	json_int_t d[3];
+	size_t i;
+
+	if (json_array_size(tile) != 3)
+		return NULL;
+	for (i = 0; i < 3; i++) {
+		if (!json_is_integer(json_array_get(tile, i)))
+			return NULL;
+		d[i] = json_integer_value(json_array_get(tile, i));
+	}
+	snprintf(buf, len,
+		 "%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT
+		 "x%" JSON_INTEGER_FORMAT,
+		 d[0], d[1], d[2]);
+	return buf;
+}
+
+/*
+ * Whether kernel k fits the job: its types, the schedules asked for, and
+ * the knobs the base fixes that the catalog tells of.  The planner has
+ * the last word on the rest.
+ */
+static bool kernel_fits(const struct tune *t, const json_t *k, const char *tile)
+{
+	const char *sched = jstr(k, "schedule"), *want;
+
+	if (!sched || !same_str(k, t->spec, "dtype") ||
+	    !same_str(k, t->spec, "layout") ||
+	    !in_array(json_object_get(k, "outs"),
+		      jstr(t->spec, "out_dtype") ?: ""))
+		return false;
+	if (t->opts->schedules && !in_list(t->opts->schedules, sched))
+		return false;
+	want = jstr(t->fixed, "schedule");
+	if (want && strcmp(want, sched))
+		return false;
+	want = jstr(t->fixed, "tile");
+	if (want && strcmp(want, tile))
+		return false;
+	if (json_is_true(json_object_get(t->fixed, "pdl")) &&
+	    !json_is_true(json_object_get(k, "pdl")))
+		return false;
+	want = jstr(t->fixed, "placement");
+	if (want && strcmp(want, "none") &&
+	    !json_is_true(json_object_get(k, "placement")))
+		return false;
+	want = jstr(t->fixed, "decomposition");
+	return !want || in_array(json_object_get(k, "decompositions"), want);
+}
+
+/* The stage counts to try, lo..hi; 0..0 leaves them to the planner. */
+static bool stage_range(const struct tune *t, const json_t *k, json_int_t *lo,
+			json_int_t *hi)
+{
+	const json_t *fixed = json_object_get(t->fixed, "stages");
+	json_int_t min, max;
+
+	min = json_integer_value(json_object_get(k, "min_stages"));
+	max = json_integer_value(json_object_get(k, "max_stages"));
+	if (json_is_integer(fixed)) {
+		*lo = *hi = json_integer_value(fixed);
+		return *lo >= min && *lo <= max;
+	}
+	*lo = t->opts->all_stages ? min : 0;
+	*hi = t->opts->all_stages ? max : 0;
+	return *lo <= *hi;
+}
+
+static bool cluster_wanted(const struct tune *t, const json_t *k, size_t i)
+{
+	const json_t *fixed = json_object_get(t->fixed, "cluster");
+	json_int_t most = json_integer_value(json_object_get(k, "cluster_max"));
+	unsigned int x = cluster_shapes[i][0], y = cluster_shapes[i][1];
+
+	if (x * y > most)
+		return false;
+	if (json_is_array(fixed))
+		return json_integer_value(json_array_get(fixed, 0)) == x &&
+		       json_integer_value(json_array_get(fixed, 1)) == y;
+	return !t->opts->cluster_1x1 || x * y == 1;
+}
+
+static bool epilogue_wanted(const struct tune *t, const char *epilogue)
+{
+	const char *fixed = jstr(t->fixed, "epilogue");
+
+	return !fixed || !strcmp(fixed, "auto") || !strcmp(fixed, epilogue);
+}
+
+static struct cand *new_cand(struct tune *t)
+{
+	struct cand *c;
+	size_t alloc;
+
+	if (t->n == t->alloc) {
+		alloc = t->alloc ? t->alloc * 2 : 64;
+		c = reallocarray(t->cands, alloc, sizeof(*c));
+		if (!c)
+			return NULL;
+		t->cands = c;
+		t->alloc = alloc;
+	}
+	c = &t->cands[t->n];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+/* One candidate: the base's kernel object with these knobs set. */
+static int add_cand(struct tune *t, const json_t *k, const char *tile,
+		    size_t shape, const char *epilogue, json_int_t stages)
+{
+	struct cand *c = new_cand(t);
+	json_t *kernel;
+	int r = 0;
+
+	kernel = t->fixed ? json_copy(t->fixed) : json_object();
+	if (!c || !kernel)
+		goto fail;
+	r |= json_object_set_new(kernel, "schedule",
+				 json_string(jstr(k, "schedule")));
+	r |= json_object_set_new(kernel, "tile", json_string(tile));
+	r |= json_object_set_new(kernel, "cluster",
+				 json_pack("[i,i]", cluster_shapes[shape][0],
+					   cluster_shapes[shape][1]));
+	r |= json_object_set_new(kernel, "epilogue", json_string(epilogue));
+	if (stages)
+		r |= json_object_set_new(kernel, "stages",
+					 json_integer(stages));
+	if (r)
+		goto fail;
+	c->kernel = kernel;
+	t->n++;
+	return 0;
+fail:
+	json_decref(kernel);
+	return oom();
+}
+
+/* Every candidate of kernel k, cluster shape by shape. */
+static int add_kernel(struct tune *t, const json_t *k)
+{
+	const json_t *epilogues = json_object_get(k, "epilogues"), *e;
+	json_int_t lo, hi, s;
+	char tile[64];
+	size_t i, j;
+	int r;
+
+	if (!tile_text(k, tile, sizeof(tile)) || !kernel_fits(t, k, tile) ||
+	    !stage_range(t, k, &lo, &hi))
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(cluster_shapes); i++) {
+		if (!cluster_wanted(t, k, i))
+			continue;
+		json_array_foreach(epilogues, j, e) {
+			if (!json_is_string(e) ||
+			    !epilogue_wanted(t, json_string_value(e)))
+				continue;
+			for (s = lo; s <= hi; s++) {
+				r = add_cand(t, k, tile, i,
+					     json_string_value(e), s);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+	return 0;
+}
+
+static int enumerate(struct tune *t)
+{
+	static const struct ctl_shape shape = { "a kernel list", "kernels",
+						JSON_ARRAY };
+	json_t *root = NULL;
+	const json_t *k;
+	size_t i;
+	int r;
+
+	r = ctl_call(&t->http, false, "GET", "/v1/kernels", NULL, 0, 0, &shape,
+		     &root);
+	if (r != CTL_EXIT_OK)
+		return r;
+	json_array_foreach(json_object_get(root, "kernels"), i, k) {
+		if (add_kernel(t, k) < 0) {
+			r = CTL_EXIT_ERROR;
+			break;
+		}
+	}
+	json_decref(root);
+	return r;
+}
+
+/* Dry-runs candidate c: planned (CAND_VALID) or refused, with why. */
+static int dry_run(struct tune *t, struct cand *c)
+{
+	struct ctl_reply reply = {};
+	json_t *job = NULL;
+	int r;
+
+	r = post_job(t, c->kernel, true, &reply);
+	if (r < 0)
+		return ctl_transport_exit(r);
+	if (is_2xx(&reply))
+		job = reply_job(&reply);
+	if (job) {
+		c->plan = json_incref(json_object_get(job, "plan"));
+		c->state = CAND_VALID;
+	} else {
+		c->error = reply_error(&reply);
+		c->state = CAND_REFUSED;
+	}
+	json_decref(job);
+	ctl_reply_done(&reply);
+	return CTL_EXIT_OK;
+}
+
+static int dry_run_all(struct tune *t)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < t->n; i++) {
+		r = dry_run(t, &t->cands[i]);
+		if (r != CTL_EXIT_OK)
+			return r;
+	}
+	return CTL_EXIT_OK;
+}
+
+/* --- the sweep -------------------------------------------------------------- */
+
+/* At most --max-inflight, by default one a GPU of the node. */
+static int set_max_inflight(struct tune *t)
+{
+	static const struct ctl_shape shape = { "a device list", "devices",
+						JSON_ARRAY };
+	json_t *root = NULL;
+	int r;
+
+	if (t->opts->max_inflight > 0) {
+		t->max_inflight = (size_t)t->opts->max_inflight;
+		return CTL_EXIT_OK;
+	}
+	r = ctl_call(&t->http, false, "GET", "/v1/devices", NULL, 0, 0, &shape,
+		     &root);
+	if (r != CTL_EXIT_OK)
+		return r;
+	t->max_inflight = MAX(json_array_size(json_object_get(root, "devices")),
+			      (size_t)1);
+	json_decref(root);
+	return CTL_EXIT_OK;
+}
+
+/*
+ * Waits for a slot in the queue: the server's Retry-After where it sends
+ * one, otherwise 1 s, doubling on each refusal in a row up to 30 s.
+ */
+static void back_off(struct tune *t, const struct ctl_reply *reply,
+		     const json_t *error)
+{
+	long delay = reply->retry_after_s ?: t->backoff_s;
+
+	t->backoff_s = MIN(t->backoff_s * 2, BACKOFF_MAX_S);
+	t->retry_at = now_s() + (double)delay;
+	if (!t->opts->verbose)
+		return;
+	ctl_print_text(stderr, "gemmctl: tune: %s: retrying in %ld s",
+		       jstr(error, "code"), delay);
+	fputc('\n', stderr);
+}
+
+/*
+ * Submits candidate c.  Returns 0 when it is in flight or has failed, 1
+ * when gemmd has no room for it now (try again at t->retry_at), -1 when
+ * the sweep cannot go on (t->status says how, and it has been reported).
+ */
+static int submit(struct tune *t, struct cand *c)
+{
+	struct ctl_reply reply = {};
+	json_t *job = NULL, *error = NULL;
+	const char *code;
+	int r;
+
+	r = post_job(t, c->kernel, false, &reply);
+	if (r < 0) {
+		t->status = ctl_transport_exit(r);
+		return -1;
+	}
+	if (is_2xx(&reply))
+		job = reply_job(&reply);
+	else
+		error = reply_error(&reply);
+	code = jstr(error, "code") ?: "";
+	r = 0;
+	if (job && jstr(job, "id")) {
+		c->id = strdup(jstr(job, "id"));
+		c->state = c->id ? CAND_INFLIGHT : CAND_FAILED;
+		c->why = c->id ? NULL : "out of memory";
+		t->inflight += c->id != NULL;
+		t->backoff_s = BACKOFF_MIN_S;
+	} else if (reply.status == 503 && (!strcmp(code, "queue_full") ||
+					   !strcmp(code, "out_of_service"))) {
+		back_off(t, &reply, error);
+		r = 1;
+	} else if (reply.status == 503 || !error) {
+		/* no_device: no job will run here, nor a reply that is odd */
+		ctl_report_error(&t->http, t->opts->json, "POST", "/v1/jobs",
+				 &reply);
+		t->status = CTL_EXIT_ERROR;
+		r = -1;
+	} else {
+		c->state = CAND_FAILED;
+		c->error = json_incref(error);
+	}
+	json_decref(job);
+	json_decref(error);
+	ctl_reply_done(&reply);
+	return r;
+}
+
+/* Submits candidates while there is room; as submit() returns. */
+static int fill(struct tune *t)
+{
+	int r;
+
+	for (;;) {
+		while (t->next < t->n && t->cands[t->next].state != CAND_VALID)
+			t->next++;
+		if (t->next == t->n || t->inflight >= t->max_inflight ||
+		    now_s() < t->retry_at || interrupted)
+			return 0;
+		r = submit(t, &t->cands[t->next]);
+		if (r)
+			return r;
+		t->next++;
+	}
+}
+
+/* GET /v1/jobs/ID, held up to hold_s; records the job once it ended. */
+static int poll_job(struct tune *t, struct cand *c, long hold_s)
+{
+	struct ctl_reply reply = {};
+	char *id = ctl_http_escape(c->id), *path = NULL;
+	json_t *job = NULL;
+	int r;
+
+	if (!id || asprintf(&path, "/v1/jobs/%s?wait=%ld", id, hold_s) < 0) {
+		free(id);
+		t->status = CTL_EXIT_ERROR;
+		return oom();
+	}
+	r = ctl_http_request(&t->http, "GET", path, NULL, 0, hold_s, &reply);
+	free(path);
+	free(id);
+	if (r < 0) {
+		t->status = ctl_transport_exit(r);
+		return -1;
+	}
+	if (is_2xx(&reply))
+		job = reply_job(&reply);
+	if (job && job_ended(job)) {
+		c->job = json_incref(job);
+		c->state = CAND_ENDED;
+	} else if (!job) {
+		/* gone: gemmd restarted, or dropped it */
+		c->error = reply_error(&reply);
+		c->state = CAND_FAILED;
+	}
+	t->inflight -= c->state != CAND_INFLIGHT;
+	json_decref(job);
+	ctl_reply_done(&reply);
+	return 0;
+}
+
+/*
+ * How long to hold on the oldest job: a second while others may end
+ * first and free a slot, otherwise until it ends, a retry is due or the
+ * sweep's time runs out.
+ */
+static long hold_time(const struct tune *t)
+{
+	double now = now_s(), h = HOLD_MAX_S;
+
+	if (t->inflight > 1)
+		return 1;
+	if (t->next < t->n && t->retry_at > now)
+		h = MIN(h, ceil(t->retry_at - now));
+	if (t->deadline > 0)
+		h = MIN(h, ceil(t->deadline - now));
+	return MAX((long)h, 1L);
+}
+
+static int poll_all(struct tune *t)
+{
+	long hold = hold_time(t);
+	size_t i;
+	int r;
+
+	for (i = 0; i < t->next && !interrupted; i++) {
+		if (t->cands[i].state != CAND_INFLIGHT)
+			continue;
+		r = poll_job(t, &t->cands[i], hold);
+		if (r < 0)
+			return r;
+		hold = 0;
+	}
+	return 0;
+}
+
+/* Cancels the jobs in flight, whatever stops the sweep; how many. */
+static size_t cancel_inflight(struct tune *t, const char *why)
+{
+	/* not stopped by the SIGINT that got us here */
+	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL };
+	struct ctl_reply reply = {};
+	size_t i, n = 0;
+	char *id, *path = NULL;
+
+	for (i = 0; i < t->next; i++) {
+		struct cand *c = &t->cands[i];
+
+		if (c->state != CAND_INFLIGHT)
+			continue;
+		c->state = CAND_FAILED;
+		c->why = why;
+		id = ctl_http_escape(c->id);
+		if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
+		    ctl_http_request(&http, "DELETE", path, NULL, 0, 0,
+				     &reply) == 0)
+			n += is_2xx(&reply);
+		ctl_reply_done(&reply);
+		free(path);
+		free(id);
+		path = NULL;
+	}
+	t->inflight = 0;
+	return n;
+}
+
+/* --wait ran out: what has not ended is not run. */
+static void give_up(struct tune *t)
+{
+	size_t i, n;
+
+	n = cancel_inflight(t, "cancelled: --wait ran out");
+	for (i = t->next; i < t->n; i++) {
+		if (t->cands[i].state != CAND_VALID)
+			continue;
+		t->cands[i].state = CAND_FAILED;
+		t->cands[i].why = "not run: --wait ran out";
+	}
+	t->next = t->n;
+	fprintf(stderr,
+		"gemmctl: tune: gave up after --wait %ld s, %zu job(s) "
+		"cancelled\n",
+		t->opts->wait_s, n);
+}
+
+/* Sleeps until a retry is due, a second at most, SIGINT cutting it short. */
+static void nap(const struct tune *t)
+{
+	double d = MIN(t->retry_at - now_s(), 1.0);
+	struct timespec ts;
+
+	if (d <= 0)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(d * 1e9);
+	if (d >= 1.0)
+		ts = (struct timespec){ .tv_sec = 1 };
+	nanosleep(&ts, NULL);
+}
+
+static int sweep_loop(struct tune *t)
+{
+	for (;;) {
+		if (interrupted)
+			return CTL_EXIT_INTERRUPTED;
+		if (t->deadline > 0 && now_s() >= t->deadline) {
+			give_up(t);
+			return CTL_EXIT_OK;
+		}
+		if (fill(t) < 0)
+			return t->status;
+		if (!t->inflight && t->next == t->n)
+			return CTL_EXIT_OK;
+		if (!t->inflight)
+			nap(t);
+		else if (poll_all(t) < 0)
+			return t->status;
+	}
+}
+
+/*
+ * Runs the valid candidates, at most max_inflight queued or running at
+ * once.  SIGINT (once: a second one kills) cancels what is in flight.
+ */
+static int sweep(struct tune *t)
+{
+	struct sigaction sa = { .sa_handler = on_sigint };
+	struct sigaction old;
+	size_t n;
+	int r;
+
+	r = set_max_inflight(t);
+	if (r != CTL_EXIT_OK)
+		return r;
+	t->backoff_s = BACKOFF_MIN_S;
+	if (t->opts->wait_s)
+		t->deadline = now_s() + (double)t->opts->wait_s;
+	interrupted = 0;
+	/* once: a second SIGINT kills, cancelling nothing */
+	sa.sa_flags = (int)SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	/* ignored, as in a script's background job: stays so */
+	sigaction(SIGINT, NULL, &old);
+	if (old.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	t->http.stop = &interrupted;
+
+	r = sweep_loop(t);
+	if (r == CTL_EXIT_INTERRUPTED || interrupted) {
+		n = cancel_inflight(t, "cancelled: interrupted");
+		fprintf(stderr, "gemmctl: interrupted: %zu job(s) cancelled\n",
+			n);
+		r = CTL_EXIT_INTERRUPTED;
+	} else if (r != CTL_EXIT_OK && r != CTL_EXIT_UNREACHABLE) {
+		cancel_inflight(t, "cancelled");
+	}
+	t->http.stop = NULL;
+	sigaction(SIGINT, &old, NULL);
+	return r;
+}
+
+/* --- results ---------------------------------------------------------------- */
+
+static json_t *result_member(const json_t *job, const char *key)
+{
+	return json_object_get(json_object_get(job, "result"), key);
+}
+
+static double tflops(const struct cand *c)
+{
+	const json_t *v = result_member(c->job, "tflops");
+
+	return json_is_number(v) ? json_number_value(v) : -1.0;
+}
+
+static bool ranked(const struct cand *c)
+{
+	return c->state == CAND_ENDED && ctl_job_succeeded(c->job);
+}
+
+/* Fastest first; the catalog's order among equals. */
+static int by_tflops(const void *a, const void *b)
+{
+	const struct cand *x = *(const struct cand *const *)a;
+	const struct cand *y = *(const struct cand *const *)b;
+	double dx = tflops(x), dy = tflops(y);
+
+	if (dx < dy)
+		return 1;
+	if (dx > dy)
+		return -1;
+	return x < y ? -1 : x > y;
+}
+
+/* The plan that ran, or the dry run's where the job has none. */
+static json_t *plan_of(const struct cand *c)
+{
+	json_t *plan = json_object_get(c->job, "plan");
+
+	return json_is_object(plan) ? plan : c->plan;
+}
+
+static json_t *ranked_entry(const struct cand *c, size_t rank)
+{
+	return json_pack(
+		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?}", "rank",
+		(json_int_t)rank, "kernel", c->kernel, "id", c->id, "state",
+		jstr(c->job, "state"), "tflops",
+		result_member(c->job, "tflops"), "median_us",
+		json_object_get(result_member(c->job, "timing"), "median_us"),
+		"verify", ctl_job_verdict(c->job), "speedup_vs_baseline",
+		result_member(c->job, "speedup_vs_baseline"), "plan",
+		plan_of(c));
+}
+
+/* Why c did not make the ranking, for people. */
+static char *failure_text(const struct cand *c)
+{
+	const json_t *v = result_member(c->job, "verify");
+	const char *reason = jstr(c->job, "reason");
+	char *text = NULL;
+
+	if (c->error)
+		return ctl_error_text(c->error);
+	if (c->why)
+		return strdup(c->why);
+	if (reason)
+		return strdup(reason);
+	if (asprintf(&text,
+		     "verification failed: %" JSON_INTEGER_FORMAT " mismatches",
+		     json_integer_value(json_object_get(v, "mismatches"))) < 0)
+		return NULL;
+	return text;
+}
+
+static json_t *failed_entry(const struct cand *c)
+{
+	char *why = failure_text(c);
+	json_t *e;
+
+	e = json_pack("{s:O, s:s?, s:s?, s:s?, s:O?, s:O?}", "kernel",
+		      c->kernel, "id", c->id, "state", jstr(c->job, "state"),
+		      "reason", why, "error", c->error, "plan", plan_of(c));
+	free(why);
+	return e;
+}
+
+static int append(json_t *arr, json_t *e)
+{
+	return e ? json_array_append_new(arr, e) : -ENOMEM;
+}
+
+/* The ranked entries (at most --top), best first, and the failed ones. */
+static int results(const struct tune *t, json_t *ranking, json_t *failed)
+{
+	const struct cand **order;
+	size_t i, n = 0;
+	int r = 0;
+
+	order = calloc(t->n + 1, sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		if (ranked(&t->cands[i]))
+			order[n++] = &t->cands[i];
+		else if (t->cands[i].state == CAND_ENDED ||
+			 t->cands[i].state == CAND_FAILED)
+			r |= append(failed, failed_entry(&t->cands[i]));
+	}
+	qsort(order, n, sizeof(*order), by_tflops);
+	if (t->opts->top)
+		n = MIN(n, (size_t)t->opts->top);
+	for (i = 0; i < n; i++)
+		r |= append(ranking, ranked_entry(order[i], i + 1));
+	free(order);
+	return r ? -ENOMEM : 0;
+}
+
+/* The dry runs' entries: valid ones with their plans, refused with why. */
+static int plans(const struct tune *t, json_t *valid, json_t *refused)
+{
+	const struct cand *c;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < t->n; i++) {
+		c = &t->cands[i];
+		if (c->state == CAND_REFUSED)
+			r |= append(refused,
+				    json_pack("{s:O, s:O?}", "kernel",
+					      c->kernel, "error", c->error));
+		else if (t->opts->dry_run)
+			r |= append(valid,
+				    json_pack("{s:O, s:O?}", "kernel",
+					      c->kernel, "plan", c->plan));
+	}
+	return r ? -ENOMEM : 0;
+}
+
+static void print_summary(const struct tune *t, const json_t *refused,
+			  const json_t *failed)
+{
+	size_t nrefused = json_array_size(refused);
+	size_t nvalid = t->n - nrefused;
+
+	printf("%zu candidates: %zu refused by gemmd's planner, %zu valid",
+	       t->n, nrefused, nvalid);
+	if (!t->opts->dry_run)
+		printf(": %zu passed, %zu failed",
+		       nvalid - json_array_size(failed),
+		       json_array_size(failed));
+	putchar('\n');
+}
+
+static int print_text(const struct tune *t, const json_t *valid,
+		      const json_t *refused, const json_t *ranking,
+		      const json_t *failed)
+{
+	const json_t *baseline = json_object_get(t->spec, "baseline");
+	bool speedup = baseline && !json_is_null(baseline);
+	int r = 0;
+
+	print_summary(t, refused, failed);
+	if (t->opts->dry_run && json_array_size(valid))
+		r = ctl_print_tune_plans(valid);
+	else if (!t->opts->dry_run && json_array_size(ranking))
+		r = ctl_print_tune_ranking(ranking, speedup);
+	if (!r && json_array_size(failed)) {
+		fputs("\nfailed:\n", stdout);
+		r = ctl_print_tune_failed(failed);
+	}
+	if (t->opts->verbose)
+		ctl_print_tune_refused(refused);
+	return r;
+}
+
+/* Why no candidate made it, for the exit status 1. */
+static const char *none_why(const struct tune *t)
+{
+	size_t i;
+
+	if (!t->n)
+		return "no kernel of gemmd's catalog fits the job and the "
+		       "knobs it fixes";
+	for (i = 0; i < t->n; i++)
+		if (t->cands[i].state != CAND_REFUSED)
+			break;
+	if (i == t->n)
+		return "gemmd's planner refused every candidate (--verbose "
+		       "says why)";
+	return "no candidate ran and passed";
+}
+
+/* The JSON document, or the tables; the exit status. */
+static int report(const struct tune *t)
+{
+	json_t *valid = json_array(), *refused = json_array();
+	json_t *ranking = json_array(), *failed = json_array(), *doc = NULL;
+	const json_t *best;
+	bool any;
+	int r = -ENOMEM;
+
+	if (!valid || !refused || !ranking || !failed ||
+	    plans(t, valid, refused) < 0 || results(t, ranking, failed) < 0)
+		goto out;
+	any = json_array_size(t->opts->dry_run ? valid : ranking) > 0;
+	if (!t->opts->json) {
+		r = print_text(t, valid, refused, ranking, failed);
+		goto out;
+	}
+	best = json_object_get(json_array_get(ranking, 0), "kernel");
+	doc = json_pack("{s:O, s:I, s:O, s:O, s:O, s:O?}", "base", t->base,
+			"candidates", (json_int_t)t->n, "refused", refused,
+			"results", t->opts->dry_run ? valid : ranking, "failed",
+			failed, "best", best);
+	if (doc)
+		r = json_dumpf(doc, stdout,
+			       JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	if (!r)
+		putchar('\n');
+out:
+	json_decref(doc);
+	json_decref(valid);
+	json_decref(refused);
+	json_decref(ranking);
+	json_decref(failed);
+	if (r < 0) {
+		oom();
+		return CTL_EXIT_ERROR;
+	}
+	if (!any)
+		fprintf(stderr, "gemmctl: tune: %s\n", none_why(t));
+	return any ? CTL_EXIT_OK : CTL_EXIT_ERROR;
+}
+
+/* --- entry ---------------------------------------------------------------- */
+
+static void tune_done(struct tune *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		json_decref(t->cands[i].kernel);
+		json_decref(t->cands[i].plan);
+		json_decref(t->cands[i].error);
+		json_decref(t->cands[i].job);
+		free(t->cands[i].id);
+	}
+	free(t->cands);
+	json_decref(t->spec);
+	json_decref(t->base);
+}
+
+static bool any_valid(const struct tune *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->cands[i].state == CAND_VALID)
+			return true;
+	return false;
+}
+
+int ctl_tune(const struct ctl_http *http, const struct ctl_tune_opts *opts,
+	     const char *name, const char *spec, size_t len)
+{
+	struct tune t = { .http = *http, .opts = opts };
+	int r;
+
+	r = read_base(&t, name, spec, len);
+	if (r == CTL_EXIT_OK)
+		r = check_base(&t);
+	if (r == CTL_EXIT_OK)
+		r = enumerate(&t);
+	if (r == CTL_EXIT_OK)
+		r = dry_run_all(&t);
+	if (r == CTL_EXIT_OK && !opts->dry_run && any_valid(&t))
+		r = sweep(&t);
+	if (r == CTL_EXIT_OK)
+		r = report(&t);
+	tune_done(&t);
+	return r;
+}
