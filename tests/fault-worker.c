@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * fault-worker - a gemmd-worker that breaks on purpose, so that the tests
- * of gemmd's supervision (tests/workers.test) can drive its error paths
- * on any machine.  It never runs a job and never sends a result: a job
- * it is given fails, one way or another.
+ * fault-worker - a gemmd-worker that breaks on purpose, so that tests can
+ * drive gemmd's supervision (tests/workers.test) and gemmctl tune's sweep
+ * (tests/gemmctl-tune.test) through their error paths on any machine.  It
+ * never runs a job and never sends a result: a job it is given fails, one
+ * way or another, or never ends.
  *
  * GEMMD_FAULT_FILE names a file of one line per device.  "--probe" lists
  * that many devices (each with no GPU behind it), and the worker for
@@ -17,6 +18,10 @@
  *   close        say hello, then close the socket on the first job and
  *                stay alive
  *   silent       never say hello
+ *   hang         say hello, then take every job and never answer: it
+ *                runs until cancelled or past its deadline
+ *   slow MS      say hello, then answer every job with an error, each
+ *                MS milliseconds after it came
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -125,9 +131,23 @@ static void send_garbage(int fd)
 		exit(1);
 }
 
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* What to do with one "run" message; returns <0 to stop reading. */
 static int on_job(int fd, const char *fault, const char *id)
 {
+	unsigned int ms;
+
+	if (!strcmp(fault, "hang"))
+		return 0;
+	if (sscanf(fault, "slow %u", &ms) == 1)
+		sleep_ms(ms);
 	if (!strcmp(fault, "crash"))
 		abort();
 	if (!strcmp(fault, "garbage")) {
