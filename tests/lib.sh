@@ -24,6 +24,73 @@ skip() {
 	exit 77
 }
 
+# What GEMMD_VALGRIND=1 and tests/valgrind.test run gemmd and gemmctl
+# under: an invalid access, a use of an uninitialised value or a definite
+# leak is an error; descriptors left open are listed (valgrind_check).
+# The workers are not followed: they are other programs, and the real
+# one needs a GPU.
+VALGRIND_FLAGS="--tool=memcheck --leak-check=full
+	--errors-for-leak-kinds=definite --error-exitcode=99 --track-fds=yes
+	--trace-children=no"
+
+# valgrind_wrap NAME PROGRAM: prints the path of a script that runs
+# PROGRAM under valgrind, with a log per process in $TEST_TMP/valgrind.
+# A script, not a prefix, so that "$GEMMD" works wherever a test runs it:
+# after timeout or systemd-socket-activate, or with &, whose $! stays
+# the program's (exec keeps the pid).
+valgrind_wrap() {
+	mkdir -p "$TEST_TMP/valgrind"
+	{
+		echo '#!/bin/sh'
+		echo "exec valgrind" $VALGRIND_FLAGS \
+			"--log-file='$TEST_TMP/valgrind/$1.%p.log' '$2' \"\$@\""
+	} >"$TEST_TMP/valgrind/$1"
+	chmod +x "$TEST_TMP/valgrind/$1"
+	echo "$TEST_TMP/valgrind/$1"
+}
+
+# valgrind_check: fails the test where the log of a process that has
+# ended shows an error, or a descriptor that it opened and left open
+# (valgrind 3.19 lists those but counts no error for them).  A fork
+# whose exec failed ends with its parent's descriptors, which are not
+# its leaks: only a process that no other logged process forked is held
+# to them.  Failing logs are printed; checked logs are removed, so that
+# it may run again.
+valgrind_check() {
+	vg_bad=
+	vg_pids=$(ls "$TEST_TMP"/valgrind 2>/dev/null |
+		sed -n 's/.*\.\([0-9]*\)\.log$/\1/p' | tr '\n' ' ')
+	for log in "$TEST_TMP"/valgrind/*.log; do
+		[ -f "$log" ] || continue
+		grep -q 'ERROR SUMMARY' "$log" || continue
+		if awk -v pids=" $vg_pids" '
+			/Parent PID: / { forked = index(pids, " " $NF " ") }
+			/ERROR SUMMARY: [1-9]/ { bad = 1 }
+			/Open (file descriptor|[A-Za-z0-9_]+ socket) [0-9]+/ {
+				fd = 1; next }
+			fd && NF > 1 {
+				if (!forked && !/<inherited from parent>/)
+					bad = 1
+				fd = 0 }
+			END { exit !bad }' "$log"; then
+			echo "FAIL: valgrind: $log" >&2
+			sed 's/^/  /' "$log" >&2
+			vg_bad=1
+		fi
+		rm -f "$log"
+	done
+	[ -z "$vg_bad" ] && return 0
+	rm -rf "$TEST_TMP"
+	exit 1
+}
+
+if [ "${GEMMD_VALGRIND:-0}" != 0 ]; then
+	command -v valgrind >/dev/null ||
+		fail "GEMMD_VALGRIND is set, but valgrind is not installed"
+	GEMMD=$(valgrind_wrap gemmd "$GEMMD")
+	GEMMCTL=$(valgrind_wrap gemmctl "$GEMMCTL")
+fi
+
 # start_gemmd [extra gemmd flags...]: sets GEMMD_URL and GEMMD_PID.
 start_gemmd() {
 	# Emptied here, not only by the background job's redirection, which
@@ -55,6 +122,8 @@ stop_gemmd() {
 		wait "$GEMMD_PID" 2>/dev/null
 	fi
 	GEMMD_PID=
+	[ -d "$TEST_TMP/valgrind" ] && valgrind_check
+	return 0
 }
 
 # http METHOD PATH [BODY]: prints the body; the status goes to a file
