@@ -16,7 +16,7 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 JOBS=$(nproc 2>/dev/null || echo 2)
 DEPS="build-essential autoconf automake pkg-config libmicrohttpd-dev
 libjansson-dev libsystemd-dev libcurl4-openssl-dev curl python3 systemd
-clang-format procps"
+clang-format procps valgrind"
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
