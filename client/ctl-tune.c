@@ -144,17 +144,22 @@ static char *job_body(const struct tune *t, json_t *kernel, bool dry_run)
 	return body;
 }
 
-/* A negative return has been reported, but for -EINTR. */
+/*
+ * A negative return has been reported.  SIGINT does not cut it short: a
+ * job that gemmd made before the reply was read would be left running,
+ * with no ID to cancel it by.  It is not held, so --timeout bounds it.
+ */
 static int post_job(struct tune *t, json_t *kernel, bool dry_run,
 		    struct ctl_reply *reply)
 {
+	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL };
 	char *body = job_body(t, kernel, dry_run);
 	int r;
 
 	if (!body)
 		return oom();
-	r = ctl_http_request(&t->http, "POST", "/v1/jobs", body, strlen(body),
-			     0, reply);
+	r = ctl_http_request(&http, "POST", "/v1/jobs", body, strlen(body), 0,
+			     reply);
 	free(body);
 	return r;
 }
