@@ -350,12 +350,12 @@ static bool cluster_wanted(const struct tune *t, const json_t *k, size_t i)
 	json_int_t most = json_integer_value(json_object_get(k, "cluster_max"));
 	unsigned int x = cluster_shapes[i][0], y = cluster_shapes[i][1];
 
-	if (x * y > most)
+	/* --clusters 1x1 narrows what the base fixes, as --schedule does */
+	if (x * y > most || (t->opts->cluster_1x1 && x * y != 1))
 		return false;
-	if (json_is_array(fixed))
-		return json_integer_value(json_array_get(fixed, 0)) == x &&
-		       json_integer_value(json_array_get(fixed, 1)) == y;
-	return !t->opts->cluster_1x1 || x * y == 1;
+	return !json_is_array(fixed) ||
+	       (json_integer_value(json_array_get(fixed, 0)) == x &&
+		json_integer_value(json_array_get(fixed, 1)) == y);
 }
 
 static bool epilogue_wanted(const struct tune *t, const char *epilogue)
