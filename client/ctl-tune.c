@@ -312,7 +312,8 @@ static bool kernel_fits(const struct tune *t, const json_t *k, const char *tile)
 	want = jstr(t->fixed, "schedule");
 	if (want && strcmp(want, sched))
 		return false;
-	want = jstr(t->fixed, "tile");
+	/* as gemmd spells it: "128x256x064" is the tile 128x256x64 */
+	want = jstr(json_object_get(t->spec, "kernel"), "tile");
 	if (want && strcmp(want, tile))
 		return false;
 	if (json_is_true(json_object_get(t->fixed, "pdl")) &&
