@@ -219,8 +219,13 @@ static int read_base(struct tune *t, const char *name, const char *text,
 {
 	json_error_t err;
 
-	/* read_job() has checked the grammar: what is left is jansson's. */
-	t->base = json_loadb(text, len, 0, &err);
+	/*
+	 * read_job() has checked the grammar: what is left is jansson's.  A
+	 * key twice is refused, as gemmd refuses it (duplicate_key): the
+	 * jobs sent are made from what is read here, where the last would
+	 * win.
+	 */
+	t->base = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
 	if (!t->base) {
 		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
 			       err.column, err.text);
