@@ -29,6 +29,9 @@
 #define BACKOFF_MAX_S 30L
 /* The longest a GET holds on a job while no other job needs a look. */
 #define HOLD_MAX_S 30L
+/* The stage counts a job may ask for (README: outside them, a 400). */
+#define STAGES_MIN 1
+#define STAGES_MAX 64
 
 enum cand_state {
 	CAND_REFUSED, /* the dry run was refused: error says why */
@@ -345,8 +348,13 @@ static bool stage_range(const struct tune *t, const json_t *k, json_int_t *lo,
 		*lo = *hi = json_integer_value(fixed);
 		return *lo >= min && *lo <= max;
 	}
-	*lo = t->opts->all_stages ? min : 0;
-	*hi = t->opts->all_stages ? max : 0;
+	if (!t->opts->all_stages) {
+		*lo = *hi = 0;
+		return true;
+	}
+	/* an odd catalog must not make 2^63 candidates, nor a stages 0 */
+	*lo = MAX(min, (json_int_t)STAGES_MIN);
+	*hi = MIN(max, (json_int_t)STAGES_MAX);
 	return *lo <= *hi;
 }
 
