@@ -187,7 +187,7 @@ void ctl_print_text(FILE *f, const char *fmt, ...)
 
 /* --- reading members ------------------------------------------------------ */
 
-static const char *jstr(const json_t *obj, const char *key)
+const char *ctl_jstr(const json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
 }
@@ -263,9 +263,9 @@ static const char *int_text(const json_t *obj, const char *key, char *buf,
 
 char *ctl_error_text(const json_t *error)
 {
-	const char *code = jstr(error, "code");
-	const char *msg = jstr(error, "message");
-	const char *field = jstr(error, "field");
+	const char *code = ctl_jstr(error, "code");
+	const char *msg = ctl_jstr(error, "message");
+	const char *field = ctl_jstr(error, "field");
 	char *text;
 	int r;
 
@@ -424,7 +424,7 @@ const char *ctl_job_verdict(const json_t *job)
 
 bool ctl_job_succeeded(const json_t *job)
 {
-	const char *state = jstr(job, "state");
+	const char *state = ctl_jstr(job, "state");
 
 	return state && !strcmp(state, "done") &&
 	       strcmp(ctl_job_verdict(job), "FAILED") != 0;
@@ -446,13 +446,13 @@ static _printf_(2, 3) void field(const char *label, const char *fmt, ...)
 static void print_state(const json_t *job)
 {
 	const json_t *reason = json_object_get(job, "reason");
-	const char *state = jstr(job, "state");
+	const char *state = ctl_jstr(job, "state");
 	const char *text = json_string_value(reason);
 	char *dump = NULL;
 
 	/* The reason is a string today; show anything richer compactly. */
 	if (!text && json_is_object(reason))
-		text = jstr(reason, "message");
+		text = ctl_jstr(reason, "message");
 	if (!text && reason && !json_is_null(reason))
 		text = dump =
 			json_dumps(reason, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -466,8 +466,8 @@ static void print_state(const json_t *job)
 /* " -> fp32, alpha 2, beta -1": what differs from D = A * B in dtype. */
 static void epilogue_text(const json_t *spec, char *buf, size_t len)
 {
-	const char *dtype = jstr(spec, "dtype");
-	const char *out = jstr(spec, "out_dtype");
+	const char *dtype = ctl_jstr(spec, "dtype");
+	const char *out = ctl_jstr(spec, "out_dtype");
 	double alpha = 1, beta = 0;
 	int n = 0;
 
@@ -483,8 +483,8 @@ static void epilogue_text(const json_t *spec, char *buf, size_t len)
 static void print_problem(const json_t *spec)
 {
 	char m[32], n[32], k[32], epi[96];
-	const char *dtype = jstr(spec, "dtype");
-	const char *layout = jstr(spec, "layout");
+	const char *dtype = ctl_jstr(spec, "dtype");
+	const char *layout = ctl_jstr(spec, "layout");
 
 	epilogue_text(spec, epi, sizeof(epi));
 	field("problem:", "m=%s n=%s k=%s%s%s%s%s%s%s",
@@ -499,7 +499,7 @@ static void print_problem(const json_t *spec)
 /* Stream-K shows; data_parallel, the default, and older plans do not. */
 static bool stream_k(const json_t *plan)
 {
-	const char *d = jstr(plan, "decomposition");
+	const char *d = ctl_jstr(plan, "decomposition");
 
 	return d && !strcmp(d, "stream_k");
 }
@@ -507,7 +507,7 @@ static bool stream_k(const json_t *plan)
 /* GPC placement shows; none, the default, and older plans do not. */
 static bool gpc_placement(const json_t *plan)
 {
-	const char *p = jstr(plan, "placement");
+	const char *p = ctl_jstr(plan, "placement");
 
 	return p && !strcmp(p, "gpc");
 }
@@ -523,7 +523,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 		field("kernel:", "-");
 		return;
 	}
-	field("kernel:", "%s%s", jstr(plan, "kernel") ?: "-",
+	field("kernel:", "%s%s", ctl_jstr(plan, "kernel") ?: "-",
 	      json_is_true(json_object_get(kernel, "pdl")) ?
 		      " (programmatic dependent launch)" :
 		      "");
@@ -536,12 +536,12 @@ static void print_plan(const json_t *plan, const json_t *spec)
 	      dims(json_object_get(plan, "block"), block, sizeof(block)),
 	      dims(json_object_get(plan, "cluster"), cluster, sizeof(cluster)),
 	      smem);
-	if (jstr(plan, "raster"))
+	if (ctl_jstr(plan, "raster"))
 		field("order:",
 		      "%s, swizzle %s, %s epilogue%s%s%s, %s work units",
-		      jstr(plan, "raster"),
+		      ctl_jstr(plan, "raster"),
 		      int_text(plan, "swizzle", stages, sizeof(stages)),
-		      jstr(plan, "epilogue") ?: "-",
+		      ctl_jstr(plan, "epilogue") ?: "-",
 		      json_is_true(json_object_get(plan, "persistent")) ?
 			      ", persistent" :
 			      "",
@@ -559,7 +559,7 @@ static void print_device(const json_t *dev)
 		return;
 	}
 	field("device:", "%s %s", int_text(dev, "index", index, sizeof(index)),
-	      jstr(dev, "name") ?: "");
+	      ctl_jstr(dev, "name") ?: "");
 }
 
 static void print_timing(const json_t *result)
@@ -716,7 +716,7 @@ static void print_inputs(const json_t *job)
 
 	if (!json_is_object(in))
 		return;
-	field("inputs:", "%s, seed %s: %s%s%s", jstr(in, "init") ?: "-",
+	field("inputs:", "%s, seed %s: %s%s%s", ctl_jstr(in, "init") ?: "-",
 	      int_text(in, "seed", seed, sizeof(seed)),
 	      json_is_true(json_object_get(in, "cached")) ? "kept from an "
 							    "earlier job" :
@@ -739,8 +739,9 @@ static void print_baseline_algo(const json_t *b)
 	if (!json_is_object(a))
 		return;
 	field("", "algo %s: tile %s, stages %s, cluster %s, split-K %s",
-	      int_text(b, "algo_id", id, sizeof(id)), jstr(a, "tile") ?: "-",
-	      jstr(a, "stages") ?: "-", jstr(a, "cluster") ?: "-",
+	      int_text(b, "algo_id", id, sizeof(id)),
+	      ctl_jstr(a, "tile") ?: "-", ctl_jstr(a, "stages") ?: "-",
+	      ctl_jstr(a, "cluster") ?: "-",
 	      int_text(a, "split_k", split, sizeof(split)));
 }
 
@@ -756,15 +757,15 @@ static void print_baseline(const json_t *result)
 	jnum(b, "tflops", &tflops);
 	jnum(result, "speedup_vs_baseline", &speedup);
 	field("baseline:", "%s (%s, %s) %.1f us, %.1f TFLOP/s: ours %.3fx",
-	      jstr(b, "library") ?: "-", jstr(b, "mode") ?: "-",
-	      jstr(b, "order") ?: "separate", median, tflops, speedup);
+	      ctl_jstr(b, "library") ?: "-", ctl_jstr(b, "mode") ?: "-",
+	      ctl_jstr(b, "order") ?: "separate", median, tflops, speedup);
 	print_baseline_algo(b);
 }
 
 static void print_result(const json_t *job)
 {
 	const json_t *result = json_object_get(job, "result");
-	const char *state = jstr(job, "state") ?: "";
+	const char *state = ctl_jstr(job, "state") ?: "";
 	const json_t *spec = json_object_get(job, "spec");
 
 	if (json_is_object(result)) {
@@ -792,8 +793,8 @@ void ctl_print_job(const json_t *job)
 	const char *label;
 	size_t i;
 
-	field("id:", "%s", jstr(job, "id") ?: "-");
-	label = jstr(json_object_get(job, "spec"), "label");
+	field("id:", "%s", ctl_jstr(job, "id") ?: "-");
+	label = ctl_jstr(json_object_get(job, "spec"), "label");
 	if (label && *label)
 		field("label:", "%s", label);
 	print_state(job);
@@ -802,7 +803,7 @@ void ctl_print_job(const json_t *job)
 	print_device(json_object_get(job, "device"));
 	print_result(job);
 	for (i = 0; i < ARRAY_SIZE(times); i++) {
-		const char *t = jstr(job, times[i][0]);
+		const char *t = ctl_jstr(job, times[i][0]);
 
 		if (t)
 			field(times[i][1], "%s", t);
@@ -819,13 +820,13 @@ static void job_row(struct table *t, size_t row, const json_t *job)
 	char buf[32];
 	double tflops;
 
-	table_set(t, row, 0, "%s", jstr(job, "id") ?: "-");
-	table_set(t, row, 1, "%s", jstr(job, "state") ?: "-");
+	table_set(t, row, 0, "%s", ctl_jstr(job, "id") ?: "-");
+	table_set(t, row, 1, "%s", ctl_jstr(job, "state") ?: "-");
 	table_set(t, row, 2, "%s", int_text(spec, "m", buf, sizeof(buf)));
 	table_set(t, row, 3, "%s", int_text(spec, "n", buf, sizeof(buf)));
 	table_set(t, row, 4, "%s", int_text(spec, "k", buf, sizeof(buf)));
-	table_set(t, row, 5, "%s", jstr(spec, "dtype") ?: "-");
-	table_set(t, row, 6, "%s", jstr(plan, "kernel") ?: "-");
+	table_set(t, row, 5, "%s", ctl_jstr(spec, "dtype") ?: "-");
+	table_set(t, row, 6, "%s", ctl_jstr(plan, "kernel") ?: "-");
 	/* Before planning, show the stages asked for, if any. */
 	if (json_is_object(plan))
 		table_set(t, row, 7, "%s",
@@ -881,8 +882,8 @@ static void kernel_row(struct table *t, size_t row, const json_t *k)
 	char buf[48];
 	json_int_t lo, hi;
 
-	table_set(t, row, 0, "%s", jstr(k, "name") ?: "-");
-	table_set(t, row, 1, "%s", jstr(k, "dtype") ?: "-");
+	table_set(t, row, 0, "%s", ctl_jstr(k, "name") ?: "-");
+	table_set(t, row, 1, "%s", ctl_jstr(k, "dtype") ?: "-");
 	table_set(t, row, 2, "%s",
 		  names(json_object_get(k, "outs"), buf, sizeof(buf)));
 	table_set(t, row, 3, "%s",
@@ -898,7 +899,7 @@ static void kernel_row(struct table *t, size_t row, const json_t *k)
 		  int_text(k, "cluster_max", buf, sizeof(buf)));
 	table_set(t, row, 6, "%s", int_text(k, "threads", buf, sizeof(buf)));
 	table_set(t, row, 7, "%s", int_text(k, "smem_stage", buf, sizeof(buf)));
-	table_set(t, row, 8, "%s", jstr(k, "cubin") ?: "-");
+	table_set(t, row, 8, "%s", ctl_jstr(k, "cubin") ?: "-");
 }
 
 int ctl_print_kernels(const json_t *kernels)
@@ -928,9 +929,10 @@ static void worker_cell(struct table *t, size_t row, size_t col,
 			 ", %" JSON_INTEGER_FORMAT " restarts", restarts);
 	if (jint(w, "pid", &pid) && pid > 0)
 		table_set(t, row, col, "%s (pid %" JSON_INTEGER_FORMAT "%s)",
-			  jstr(w, "state") ?: "-", pid, buf);
+			  ctl_jstr(w, "state") ?: "-", pid, buf);
 	else
-		table_set(t, row, col, "%s%s", jstr(w, "state") ?: "-", buf);
+		table_set(t, row, col, "%s%s", ctl_jstr(w, "state") ?: "-",
+			  buf);
 }
 
 static void device_row(struct table *t, size_t row, const json_t *d)
@@ -939,8 +941,8 @@ static void device_row(struct table *t, size_t row, const json_t *d)
 	double mem, khz;
 
 	table_set(t, row, 0, "%s", int_text(d, "index", buf, sizeof(buf)));
-	table_set(t, row, 1, "%s", jstr(d, "name") ?: "-");
-	table_set(t, row, 2, "%s", jstr(d, "compute_capability") ?: "-");
+	table_set(t, row, 1, "%s", ctl_jstr(d, "name") ?: "-");
+	table_set(t, row, 2, "%s", ctl_jstr(d, "compute_capability") ?: "-");
 	table_set(t, row, 3, "%s", int_text(d, "sm_count", buf, sizeof(buf)));
 	if (jnum(d, "memory_bytes", &mem))
 		table_set(t, row, 4, "%.1f GiB", mem / (1024.0 * 1024 * 1024));
@@ -954,7 +956,7 @@ static void device_row(struct table *t, size_t row, const json_t *d)
 		table_set(t, row, 6, "%.0f MHz", khz / 1000);
 	else
 		table_set(t, row, 6, "-");
-	table_set(t, row, 7, "%s", jstr(d, "driver_version") ?: "-");
+	table_set(t, row, 7, "%s", ctl_jstr(d, "driver_version") ?: "-");
 	worker_cell(t, row, 8, json_object_get(d, "worker"));
 }
 
@@ -977,7 +979,7 @@ int ctl_print_devices(const json_t *devices)
 	for (i = 0; i < json_array_size(devices); i++) {
 		const json_t *d = json_array_get(devices, i);
 		const char *err =
-			jstr(json_object_get(d, "worker"), "last_error");
+			ctl_jstr(json_object_get(d, "worker"), "last_error");
 		char buf[32];
 
 		if (!err)
@@ -1002,15 +1004,15 @@ static void knob_cells(struct table *t, size_t row, size_t col, const json_t *e)
 	const json_t *plan = json_object_get(e, "plan");
 	char buf[48];
 
-	table_set(t, row, col, "%s", jstr(kernel, "schedule") ?: "-");
-	table_set(t, row, col + 1, "%s", jstr(kernel, "tile") ?: "-");
+	table_set(t, row, col, "%s", ctl_jstr(kernel, "schedule") ?: "-");
+	table_set(t, row, col + 1, "%s", ctl_jstr(kernel, "tile") ?: "-");
 	table_set(t, row, col + 2, "%s",
 		  json_is_object(plan) ?
 			  int_text(plan, "stages", buf, sizeof(buf)) :
 			  int_text(kernel, "stages", buf, sizeof(buf)));
 	table_set(t, row, col + 3, "%s",
 		  dims(json_object_get(kernel, "cluster"), buf, sizeof(buf)));
-	table_set(t, row, col + 4, "%s", jstr(kernel, "epilogue") ?: "-");
+	table_set(t, row, col + 4, "%s", ctl_jstr(kernel, "epilogue") ?: "-");
 }
 
 static void plan_row(struct table *t, size_t row, const json_t *e)
@@ -1056,7 +1058,7 @@ static void rank_row(struct table *t, size_t row, const json_t *e)
 	num_cell(t, row, 1, e, "tflops", 1, "");
 	num_cell(t, row, 2, e, "median_us", 1, "");
 	knob_cells(t, row, 3, e);
-	table_set(t, row, 8, "%s", jstr(e, "verify") ?: "-");
+	table_set(t, row, 8, "%s", ctl_jstr(e, "verify") ?: "-");
 	/* only in the table when the base job has a baseline */
 	if (t->ncols > 9)
 		num_cell(t, row, 9, e, "speedup_vs_baseline", 3, "x");
@@ -1078,8 +1080,8 @@ int ctl_print_tune_ranking(const json_t *entries, bool speedup)
 static void failed_row(struct table *t, size_t row, const json_t *e)
 {
 	knob_cells(t, row, 0, e);
-	table_set(t, row, 5, "%s", jstr(e, "state") ?: "-");
-	table_set(t, row, 6, "%s", jstr(e, "reason") ?: "-");
+	table_set(t, row, 5, "%s", ctl_jstr(e, "state") ?: "-");
+	table_set(t, row, 6, "%s", ctl_jstr(e, "reason") ?: "-");
 }
 
 int ctl_print_tune_failed(const json_t *entries)
@@ -1108,13 +1110,13 @@ void ctl_print_tune_refused(const json_t *entries)
 		ctl_print_text(stdout,
 			       "refused: %s %s, stages %s, cluster %s, %s "
 			       "epilogue: %s",
-			       jstr(kernel, "schedule") ?: "-",
-			       jstr(kernel, "tile") ?: "-",
+			       ctl_jstr(kernel, "schedule") ?: "-",
+			       ctl_jstr(kernel, "tile") ?: "-",
 			       int_text(kernel, "stages", stages,
 					sizeof(stages)),
 			       dims(json_object_get(kernel, "cluster"), cluster,
 				    sizeof(cluster)),
-			       jstr(kernel, "epilogue") ?: "-", why ?: "-");
+			       ctl_jstr(kernel, "epilogue") ?: "-", why ?: "-");
 		putchar('\n');
 		free(why);
 	}

@@ -41,6 +41,8 @@ char *ctl_error_text(const json_t *error);
 
 /* A job object as a short "label: value" summary. */
 void ctl_print_job(const json_t *job);
+/* obj's member key if it is a string, else NULL (obj may be NULL). */
+const char *ctl_jstr(const json_t *obj, const char *key);
 /* Whether a finished job is a success: done, and not failing verification. */
 bool ctl_job_succeeded(const json_t *job);
 /* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */

@@ -93,14 +93,9 @@ static int oom(void)
 	return -ENOMEM;
 }
 
-static const char *jstr(const json_t *obj, const char *key)
-{
-	return json_string_value(json_object_get(obj, key));
-}
-
 static bool same_str(const json_t *a, const json_t *b, const char *key)
 {
-	const char *x = jstr(a, key), *y = jstr(b, key);
+	const char *x = ctl_jstr(a, key), *y = ctl_jstr(b, key);
 
 	return x && y && !strcmp(x, y);
 }
@@ -195,7 +190,7 @@ static json_t *reply_error(const struct ctl_reply *reply)
 		root = json_loadb(reply->body, reply->len, 0, NULL);
 	error = json_incref(json_object_get(root, "error"));
 	json_decref(root);
-	if (jstr(error, "code"))
+	if (ctl_jstr(error, "code"))
 		return error;
 	json_decref(error);
 	snprintf(msg, sizeof(msg), "HTTP status %ld", reply->status);
@@ -206,7 +201,7 @@ static bool job_ended(const json_t *job)
 {
 	static const char *const final[] = { "done", "failed", "timeout",
 					     "cancelled" };
-	const char *state = jstr(job, "state");
+	const char *state = ctl_jstr(job, "state");
 	size_t i;
 
 	for (i = 0; state && i < ARRAY_SIZE(final); i++)
@@ -308,30 +303,30 @@ static const char *tile_text(const json_t *k, char *buf, size_t len)
  */
 static bool kernel_fits(const struct tune *t, const json_t *k, const char *tile)
 {
-	const char *sched = jstr(k, "schedule"), *want;
+	const char *sched = ctl_jstr(k, "schedule"), *want;
 
 	if (!sched || !same_str(k, t->spec, "dtype") ||
 	    !same_str(k, t->spec, "layout") ||
 	    !in_array(json_object_get(k, "outs"),
-		      jstr(t->spec, "out_dtype") ?: ""))
+		      ctl_jstr(t->spec, "out_dtype") ?: ""))
 		return false;
 	if (t->opts->schedules && !in_list(t->opts->schedules, sched))
 		return false;
-	want = jstr(t->fixed, "schedule");
+	want = ctl_jstr(t->fixed, "schedule");
 	if (want && strcmp(want, sched))
 		return false;
 	/* as gemmd spells it: "128x256x064" is the tile 128x256x64 */
-	want = jstr(json_object_get(t->spec, "kernel"), "tile");
+	want = ctl_jstr(json_object_get(t->spec, "kernel"), "tile");
 	if (want && strcmp(want, tile))
 		return false;
 	if (json_is_true(json_object_get(t->fixed, "pdl")) &&
 	    !json_is_true(json_object_get(k, "pdl")))
 		return false;
-	want = jstr(t->fixed, "placement");
+	want = ctl_jstr(t->fixed, "placement");
 	if (want && strcmp(want, "none") &&
 	    !json_is_true(json_object_get(k, "placement")))
 		return false;
-	want = jstr(t->fixed, "decomposition");
+	want = ctl_jstr(t->fixed, "decomposition");
 	return !want || in_array(json_object_get(k, "decompositions"), want);
 }
 
@@ -374,7 +369,7 @@ static bool cluster_wanted(const struct tune *t, const json_t *k, size_t i)
 
 static bool epilogue_wanted(const struct tune *t, const char *epilogue)
 {
-	const char *fixed = jstr(t->fixed, "epilogue");
+	const char *fixed = ctl_jstr(t->fixed, "epilogue");
 
 	return !fixed || !strcmp(fixed, "auto") || !strcmp(fixed, epilogue);
 }
@@ -409,7 +404,7 @@ static int add_cand(struct tune *t, const json_t *k, const char *tile,
 	if (!c || !kernel)
 		goto fail;
 	r |= json_object_set_new(kernel, "schedule",
-				 json_string(jstr(k, "schedule")));
+				 json_string(ctl_jstr(k, "schedule")));
 	r |= json_object_set_new(kernel, "tile", json_string(tile));
 	r |= json_object_set_new(kernel, "cluster",
 				 json_pack("[i,i]", cluster_shapes[shape][0],
@@ -556,7 +551,7 @@ static void back_off(struct tune *t, const struct ctl_reply *reply,
 	if (!t->opts->verbose)
 		return;
 	ctl_print_text(stderr, "gemmctl: tune: %s: retrying in %ld s",
-		       jstr(error, "code"), delay);
+		       ctl_jstr(error, "code"), delay);
 	fputc('\n', stderr);
 }
 
@@ -581,10 +576,10 @@ static int submit(struct tune *t, struct cand *c)
 		job = reply_job(&reply);
 	else
 		error = reply_error(&reply);
-	code = jstr(error, "code") ?: "";
+	code = ctl_jstr(error, "code") ?: "";
 	r = 0;
-	if (job && jstr(job, "id")) {
-		c->id = strdup(jstr(job, "id"));
+	if (job && ctl_jstr(job, "id")) {
+		c->id = strdup(ctl_jstr(job, "id"));
 		c->state = c->id ? CAND_INFLIGHT : CAND_FAILED;
 		c->why = c->id ? NULL : "out of memory";
 		t->inflight += c->id != NULL;
@@ -869,7 +864,7 @@ static json_t *ranked_entry(const struct cand *c, size_t rank)
 	return json_pack(
 		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?}", "rank",
 		(json_int_t)rank, "kernel", c->kernel, "id", c->id, "state",
-		jstr(c->job, "state"), "tflops",
+		ctl_jstr(c->job, "state"), "tflops",
 		result_member(c->job, "tflops"), "median_us",
 		json_object_get(result_member(c->job, "timing"), "median_us"),
 		"verify", ctl_job_verdict(c->job), "speedup_vs_baseline",
@@ -881,7 +876,7 @@ static json_t *ranked_entry(const struct cand *c, size_t rank)
 static char *failure_text(const struct cand *c)
 {
 	const json_t *v = result_member(c->job, "verify");
-	const char *reason = jstr(c->job, "reason");
+	const char *reason = ctl_jstr(c->job, "reason");
 	char *text = NULL;
 
 	if (c->error)
@@ -903,8 +898,9 @@ static json_t *failed_entry(const struct cand *c)
 	json_t *e;
 
 	e = json_pack("{s:O, s:s?, s:s?, s:s?, s:O?, s:O?}", "kernel",
-		      c->kernel, "id", c->id, "state", jstr(c->job, "state"),
-		      "reason", why, "error", c->error, "plan", plan_of(c));
+		      c->kernel, "id", c->id, "state",
+		      ctl_jstr(c->job, "state"), "reason", why, "error",
+		      c->error, "plan", plan_of(c));
 	free(why);
 	return e;
 }
