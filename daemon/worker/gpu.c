@@ -622,6 +622,8 @@ static int probe_gpcs(struct gpu *g, int smem_optin, char *err, size_t errlen)
 	return e ? err_context(e, err, errlen, "GPC probe") : 0;
 }
 
+static const uint64_t zero_sums[_SLOT_MAX];
+
 int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	     size_t errlen)
 {
@@ -682,6 +684,14 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	if (!e)
 		e = CU_TRY(err, errlen, cuMemAlloc, &g->sums,
 			   _SLOT_MAX * sizeof(uint64_t));
+	/*
+	 * Zeroed in stream order: a read of the fingerprints takes every
+	 * slot, also those no job has summed yet (compute-sanitizer's
+	 * initcheck flags the uninitialised bytes otherwise).
+	 */
+	if (!e)
+		e = CU_TRY(err, errlen, cuMemcpyHtoDAsync, g->sums, zero_sums,
+			   sizeof(zero_sums), g->stream);
 	if (e)
 		goto fail;
 
