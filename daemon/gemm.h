@@ -235,6 +235,12 @@ struct gemm_plan {
 	 */
 	bool persistent;
 	uint64_t units;
+	/*
+	 * At most this many clusters for a persistent kernel, 0 for as many
+	 * as fit.  The planner leaves it 0; tests set it, so that a small
+	 * problem still walks several tiles per CTA (gpu-gemm --small).
+	 */
+	unsigned int clusters_max;
 };
 
 /* Per-launch times; a sample is one batch of launches, divided by it. */

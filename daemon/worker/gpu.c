@@ -1228,7 +1228,9 @@ static void run_launch_config(struct run *r, const unsigned int grid[3],
  * The grid to launch.  A persistent kernel gets as many clusters as can
  * be resident at once (cuOccupancyMaxActiveClusters, asked with the real
  * cluster shape, block and shared memory), at most one per work unit
- * unless it cuts units along K (stream-K); it walks the rest itself.  None resident means the job cannot run.
+ * unless it cuts units along K (stream-K), and at most clusters_max where
+ * the plan sets it; it walks the rest itself.  None resident means the
+ * job cannot run.
  */
 static int run_grid(struct run *r)
 {
@@ -1257,6 +1259,8 @@ static int run_grid(struct run *r)
 	/* Stream-K deals k-tiles out to every cluster, units or not. */
 	if (p->decomposition == GEMM_DECOMP_DATA_PARALLEL)
 		n = (int)MIN(p->units, (uint64_t)n);
+	if (p->clusters_max)
+		n = (int)MIN(p->clusters_max, (unsigned int)n);
 	r->grid[0] = p->cluster[0] * (unsigned int)n;
 	return 0;
 }
