@@ -10,6 +10,14 @@
  *                                  many tiles for persistent ones; TEXT
  *                                  narrows it to the kernels whose name
  *                                  holds TEXT)
+ *   gpu-gemm --small [--full] [--kernel TEXT]
+ *                                  the same cases on small problems, with
+ *                                  persistent kernels on at most three
+ *                                  clusters (for compute-sanitizer:
+ *                                  tests/gpu-sanitize.test)
+ *   gpu-gemm --own-staging ...     skip the pingpong cases whose consumers
+ *                                  share one set of staging buffers
+ *                                  (racecheck misreads their handoff)
  *   gpu-gemm --bench M N K [DTYPE] TFLOP/s of every kernel and stage count
  *
  * Kernels come from the real catalog (catalog_load() on GEMMD_KERNEL_DIR),
@@ -68,28 +76,52 @@ struct shape {
 	uint64_t m, n, k;
 };
 
-static const struct shape shapes[] = {
-	{ 512, 512, 512 }, /* whole tiles */
-	{ 1000, 1500, 1032 }, /* ragged M, N and K */
-	{ 256, 384, 64 }, /* short K: one k-tile */
-	{ 64, 64, 64 }, /* tiny: less than one tile */
+#define N_SHAPES 4
+#define N_SK_SHAPES 2
+
+/* The problem sizes of the matrix. */
+struct sizes {
+	/* whole tiles; ragged M, N and K; short K (one k-tile); tiny */
+	struct shape shapes[N_SHAPES];
+	/*
+	 * More tiles than the persistent kernels' CTAs, ragged edges and
+	 * five k-tiles, so the ring wraps inside tiles and across them.
+	 */
+	struct shape many_tiles;
+	/*
+	 * Stream-K's own shapes: fewer units than clusters with long K
+	 * (every unit cut among many clusters, so its owner adds many
+	 * slots), and one k-tile per unit (nothing to cut).
+	 */
+	struct shape sk_shapes[N_SK_SHAPES];
+	/* the plan's clusters_max, 0: as many clusters as fit */
+	unsigned int clusters_max;
+};
+
+/* many_tiles: about four tiles per CTA for the largest tile on 132 SMs. */
+static const struct sizes full_sizes = {
+	.shapes = { { 512, 512, 512 },
+		    { 1000, 1500, 1032 },
+		    { 256, 384, 64 },
+		    { 64, 64, 64 } },
+	.many_tiles = { 4000, 4040, 320 },
+	.sk_shapes = { { 256, 512, 8192 }, { 2048, 2048, 64 } },
 };
 
 /*
- * More tiles than a GPU has SMs, for the persistent kernels: about four
- * per CTA for the largest tile on 132 SMs, ragged edges, and five
- * k-tiles, so the ring wraps inside tiles and across them.
+ * --small: the same cases on problems small enough for compute-sanitizer's
+ * racecheck, which instruments every shared-memory access.  Persistent
+ * kernels run on at most three clusters, so that many_tiles still gives a
+ * CTA several tiles (7 to 21, unevenly) and stream-K still cuts units.
  */
-static const struct shape many_tiles = { 4000, 4040, 320 };
-
-/*
- * Stream-K's own shapes: fewer units than clusters with long K (every
- * unit cut among many clusters, so its owner adds many slots), and one
- * k-tile per unit (nothing to cut).
- */
-static const struct shape sk_shapes[] = {
-	{ 256, 512, 8192 },
-	{ 2048, 2048, 64 },
+static const struct sizes small_sizes = {
+	.shapes = { { 256, 256, 128 },
+		    { 200, 264, 136 },
+		    { 128, 192, 64 },
+		    { 64, 64, 64 } },
+	.many_tiles = { 520, 776, 320 },
+	.sk_shapes = { { 256, 512, 1032 }, { 512, 512, 64 } },
+	.clusters_max = 3,
 };
 
 static const unsigned int clusters[][2] = {
@@ -141,6 +173,8 @@ static struct {
 	struct device_limits dev;
 	struct gpu *gpu;
 	const char *filter;
+	const struct sizes *sz;
+	bool own_staging; /* --own-staging */
 	uint64_t seed;
 	unsigned int cases[_GEMM_SCHEDULE_MAX];
 	unsigned int passed[_GEMM_SCHEDULE_MAX];
@@ -149,7 +183,7 @@ static struct {
 	/* cases whose shape fit_shape() moved, and the first of them */
 	unsigned int moved;
 	char moved_example[160];
-} t = { .seed = 1 };
+} t = { .sz = &full_sizes, .seed = 1 };
 
 /* Timed samples per case: the timing path runs too, briefly. */
 #define CASE_ITERATIONS 2
@@ -344,6 +378,7 @@ static int job_plan(const struct kernel_info *k, const char *json,
 		snprintf(why, len, "the planner picked %s", plan->kernel);
 		return -EINVAL;
 	}
+	plan->clusters_max = t.sz->clusters_max;
 	return 0;
 }
 
@@ -388,6 +423,26 @@ static void print_verdict(const struct gemm_verdict *v)
 		       v->where.tile_m, v->where.tile_n, v->where.warpgroup,
 		       v->where.k_tile, v->where.stage, v->where.kind,
 		       v->where.other_k_tile);
+}
+
+/*
+ * Whether pingpong's two consumers store through one set of staging
+ * buffers in turn (the launch has no room for a set each: plan.c's
+ * smem_bytes()).  The turn passes by a named barrier of the consumer's
+ * warpgroup and then one thread's mbarrier arrival, which is correct
+ * (the barrier orders the warpgroup's stores before that release) but
+ * which compute-sanitizer's racecheck does not follow: it reports the
+ * other consumer's stores as a race (docs/perf.md, session 25, run 4).
+ */
+static bool shares_staging(const struct kernel_info *k,
+			   const struct gemm_plan *p)
+{
+	const uint64_t ring =
+		k->smem_fixed + (uint64_t)p->stages * k->smem_stage;
+
+	return k->schedule == GEMM_SCHEDULE_PINGPONG &&
+	       p->epilogue == GEMM_EPILOGUE_TMA &&
+	       p->smem_bytes < ring + 2ull * k->smem_epilogue;
 }
 
 /* Runs one job; a lost context ends the program, nothing else can run. */
@@ -472,6 +527,11 @@ static enum outcome run_case(const struct tcase *c)
 		e = job_plan(c->k, json, &spec, &plan, why, sizeof(why));
 	if (!e && c->general)
 		e = job_general_entry(&plan, why, sizeof(why));
+	if (!e && t.own_staging && shares_staging(c->k, &plan)) {
+		note("%s %s: skipped, its consumers share one staging set",
+		     c->k->name, what);
+		return CASE_SKIP;
+	}
 	if (!e) {
 		memset(&res, 0, sizeof(res));
 		e = run_job(&spec, &plan, &res, why, sizeof(why));
@@ -529,7 +589,7 @@ static void kernel_default(const struct kernel_info *k, const struct offer *o)
 	for (unsigned int i = 0; i < n; i++) {
 		memset(&c, 0, sizeof(c));
 		c.k = k;
-		c.shape = shapes[i % ARRAY_SIZE(shapes)];
+		c.shape = t.sz->shapes[i % N_SHAPES];
 		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
 		c.cx = o->clusters[i % o->n_clusters][0];
 		c.cy = o->clusters[i % o->n_clusters][1];
@@ -545,7 +605,7 @@ static void kernel_default(const struct kernel_info *k, const struct offer *o)
 
 	memset(&c, 0, sizeof(c));
 	c.k = k;
-	c.shape = shapes[1];
+	c.shape = t.sz->shapes[1];
 	c.stages = STAGES_MAX;
 	c.cx = o->clusters[o->n_clusters - 1][0];
 	c.cy = o->clusters[o->n_clusters - 1][1];
@@ -557,7 +617,7 @@ static void kernel_default(const struct kernel_info *k, const struct offer *o)
 	c.mode = GEMM_TIMING_HOT;
 	kernel_case(&c);
 
-	c.shape = shapes[0];
+	c.shape = t.sz->shapes[0];
 	c.stages = STAGES_MID;
 	c.cx = c.cy = 1;
 	c.epilogue = o->epilogues[0];
@@ -582,7 +642,7 @@ static void kernel_many_tiles(const struct kernel_info *k,
 
 	memset(&c, 0, sizeof(c));
 	c.k = k;
-	c.shape = many_tiles;
+	c.shape = t.sz->many_tiles;
 	c.stages = STAGES_MAX;
 	c.cx = o->clusters[MIN(1u, o->n_clusters - 1)][0];
 	c.cy = o->clusters[MIN(1u, o->n_clusters - 1)][1];
@@ -613,7 +673,7 @@ static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
 
 	memset(&c, 0, sizeof(c));
 	c.k = k;
-	c.shape = many_tiles;
+	c.shape = t.sz->many_tiles;
 	c.stages = STAGES_MID;
 	c.cx = c.cy = 1;
 	c.epilogue = o->epilogues[o->n_epilogues - 1];
@@ -642,7 +702,7 @@ static void kernel_general_entry(const struct kernel_info *k,
 		return;
 	memset(&c, 0, sizeof(c));
 	c.k = k;
-	c.shape = shapes[1];
+	c.shape = t.sz->shapes[1];
 	c.stages = STAGES_MAX;
 	c.cx = c.cy = 1;
 	c.epilogue = GEMM_EPILOGUE_TMA;
@@ -653,7 +713,7 @@ static void kernel_general_entry(const struct kernel_info *k,
 	c.general = true;
 	kernel_case(&c);
 
-	c.shape = many_tiles;
+	c.shape = t.sz->many_tiles;
 	c.stages = STAGES_MID;
 	c.cx = o->clusters[MIN(1u, o->n_clusters - 1)][0];
 	c.cy = o->clusters[MIN(1u, o->n_clusters - 1)][1];
@@ -670,20 +730,19 @@ static void kernel_general_entry(const struct kernel_info *k,
  */
 static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 {
-	const unsigned int n =
-		o->n_clusters + ARRAY_SIZE(shapes) - 1 + ARRAY_SIZE(sk_shapes);
+	const unsigned int first_sk = o->n_clusters + N_SHAPES - 1;
+	const unsigned int n = first_sk + N_SK_SHAPES;
 	struct tcase c;
 
 	for (unsigned int i = 0; i < n; i++) {
 		memset(&c, 0, sizeof(c));
 		c.k = k;
 		if (i < o->n_clusters)
-			c.shape = many_tiles;
-		else if (i < o->n_clusters + ARRAY_SIZE(shapes) - 1)
-			c.shape = shapes[i - o->n_clusters];
+			c.shape = t.sz->many_tiles;
+		else if (i < first_sk)
+			c.shape = t.sz->shapes[i - o->n_clusters];
 		else
-			c.shape = sk_shapes[i - o->n_clusters -
-					    ARRAY_SIZE(shapes) + 1];
+			c.shape = t.sz->sk_shapes[i - first_sk];
 		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
 		c.cx = o->clusters[i % o->n_clusters][0];
 		c.cy = o->clusters[i % o->n_clusters][1];
@@ -697,7 +756,7 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 		kernel_case(&c);
 	}
 
-	c.shape = shapes[1];
+	c.shape = t.sz->shapes[1];
 	c.stages = STAGES_MAX;
 	c.cx = c.cy = 1;
 	c.epilogue = o->epilogues[o->n_epilogues - 1];
@@ -706,7 +765,7 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 	c.init = GEMM_INIT_NORMAL;
 	kernel_case(&c);
 
-	c.shape = many_tiles;
+	c.shape = t.sz->many_tiles;
 	c.stages = STAGES_MID;
 	c.out = o->outs[0];
 	c.scaled = false;
@@ -740,7 +799,7 @@ static void kernel_walk(const struct kernel_info *k, const struct offer *o,
 
 		memset(&c, 0, sizeof(c));
 		c.k = k;
-		c.shape = many_tiles;
+		c.shape = t.sz->many_tiles;
 		c.shape.k = walk_k[i / per_k];
 		c.stages = (enum stage_class)(i % _STAGES_CLASSES);
 		c.cx = o->clusters[cl % o->n_clusters][0];
@@ -760,7 +819,7 @@ static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
 	enum { SHAPE, STAGES, CLUSTER, EPILOGUE, OUT, ORDER, SCALED, N_DIMS };
 	const unsigned int radix[N_DIMS] = {
-		[SHAPE] = ARRAY_SIZE(shapes),
+		[SHAPE] = N_SHAPES,
 		[STAGES] = _STAGES_CLASSES,
 		[CLUSTER] = o->n_clusters,
 		[EPILOGUE] = o->n_epilogues,
@@ -784,7 +843,7 @@ static void kernel_full(const struct kernel_info *k, const struct offer *o)
 			v[d] = x % radix[d];
 			x /= radix[d];
 		}
-		c.shape = shapes[v[SHAPE]];
+		c.shape = t.sz->shapes[v[SHAPE]];
 		c.stages = (enum stage_class)v[STAGES];
 		c.cx = o->clusters[v[CLUSTER]][0];
 		c.cy = o->clusters[v[CLUSTER]][1];
@@ -1192,7 +1251,8 @@ static void gpu_exclusive(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: gpu-gemm [--full] [--kernel TEXT]\n"
+	fprintf(stderr, "usage: gpu-gemm [--full] [--small] [--own-staging] "
+			"[--kernel TEXT]\n"
 			"       gpu-gemm [--kernel TEXT] --bench M N K "
 			"[bf16|fp16|all]\n");
 	return EXIT_FAILURE;
@@ -1209,6 +1269,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc && !bench_at; i++) {
 		if (strcmp(argv[i], "--full") == 0)
 			full = true;
+		else if (strcmp(argv[i], "--small") == 0)
+			t.sz = &small_sizes;
+		else if (strcmp(argv[i], "--own-staging") == 0)
+			t.own_staging = true;
 		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
 			t.filter = argv[++i];
 		else if (strcmp(argv[i], "--bench") == 0)
