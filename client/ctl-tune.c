@@ -197,17 +197,32 @@ static json_t *reply_error(const struct ctl_reply *reply)
 	return json_pack("{s:s, s:s}", "code", "http_status", "message", msg);
 }
 
+/*
+ * A job lives while queued or running.  Any other state ends it, also one
+ * this gemmctl does not know (a newer gemmd's): the report then lists it
+ * as failed in that state, where waiting for it could go on forever.
+ */
 static bool job_ended(const json_t *job)
 {
-	static const char *const final[] = { "done", "failed", "timeout",
-					     "cancelled" };
 	const char *state = ctl_jstr(job, "state");
-	size_t i;
 
-	for (i = 0; state && i < ARRAY_SIZE(final); i++)
-		if (!strcmp(state, final[i]))
-			return true;
-	return false;
+	return !state || (strcmp(state, "queued") && strcmp(state, "running"));
+}
+
+/* DELETE /v1/jobs/ID, best effort: whether gemmd took it. */
+static bool delete_job(const struct ctl_http *http, const char *job_id)
+{
+	struct ctl_reply reply = {};
+	char *id = ctl_http_escape(job_id), *path = NULL;
+	bool ok = false;
+
+	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
+	    ctl_http_request(http, "DELETE", path, NULL, 0, 0, &reply) == 0)
+		ok = is_2xx(&reply);
+	ctl_reply_done(&reply);
+	free(path);
+	free(id);
+	return ok;
 }
 
 /* --- the base job ---------------------------------------------------------- */
@@ -648,9 +663,16 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		c->job = json_incref(job);
 		c->state = CAND_ENDED;
 	} else if (!job) {
-		/* gone: gemmd restarted, or dropped it */
+		/*
+		 * 404: gone (gemmd restarted, or dropped it).  Any other
+		 * answer that is not the job: no longer followed, so not
+		 * left to hold a GPU or a queue slot past the sweep's
+		 * in-flight limit either.
+		 */
 		c->error = reply_error(&reply);
 		c->state = CAND_FAILED;
+		if (reply.status != 404)
+			delete_job(&t->http, c->id);
 	}
 	t->inflight -= c->state != CAND_INFLIGHT;
 	json_decref(job);
@@ -698,9 +720,7 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 {
 	/* not stopped by the SIGINT that got us here */
 	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL };
-	struct ctl_reply reply = {};
 	size_t i, n = 0;
-	char *id, *path = NULL;
 
 	for (i = 0; i < t->next; i++) {
 		struct cand *c = &t->cands[i];
@@ -709,15 +729,7 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 			continue;
 		c->state = CAND_FAILED;
 		c->why = why;
-		id = ctl_http_escape(c->id);
-		if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
-		    ctl_http_request(&http, "DELETE", path, NULL, 0, 0,
-				     &reply) == 0)
-			n += is_2xx(&reply);
-		ctl_reply_done(&reply);
-		free(path);
-		free(id);
-		path = NULL;
+		n += delete_job(&http, c->id);
 	}
 	t->inflight = 0;
 	return n;
@@ -877,6 +889,7 @@ static char *failure_text(const struct cand *c)
 {
 	const json_t *v = result_member(c->job, "verify");
 	const char *reason = ctl_jstr(c->job, "reason");
+	const char *state = ctl_jstr(c->job, "state");
 	char *text = NULL;
 
 	if (c->error)
@@ -885,6 +898,13 @@ static char *failure_text(const struct cand *c)
 		return strdup(c->why);
 	if (reason)
 		return strdup(reason);
+	if (!state)
+		return strdup("ended in no state");
+	if (strcmp(state, "done")) {
+		if (asprintf(&text, "ended %s", state) < 0)
+			return NULL;
+		return text;
+	}
 	if (asprintf(&text,
 		     "verification failed: %" JSON_INTEGER_FORMAT " mismatches",
 		     json_integer_value(json_object_get(v, "mismatches"))) < 0)
