@@ -15,9 +15,6 @@
  *                                  persistent kernels on at most three
  *                                  clusters (for compute-sanitizer:
  *                                  tests/gpu-sanitize.test)
- *   gpu-gemm --own-staging ...     skip the pingpong cases whose consumers
- *                                  share one set of staging buffers
- *                                  (racecheck misreads their handoff)
  *   gpu-gemm --bench M N K [DTYPE] TFLOP/s of every kernel and stage count
  *
  * Kernels come from the real catalog (catalog_load() on GEMMD_KERNEL_DIR),
@@ -174,7 +171,6 @@ static struct {
 	struct gpu *gpu;
 	const char *filter;
 	const struct sizes *sz;
-	bool own_staging; /* --own-staging */
 	uint64_t seed;
 	unsigned int cases[_GEMM_SCHEDULE_MAX];
 	unsigned int passed[_GEMM_SCHEDULE_MAX];
@@ -425,26 +421,6 @@ static void print_verdict(const struct gemm_verdict *v)
 		       v->where.other_k_tile);
 }
 
-/*
- * Whether pingpong's two consumers store through one set of staging
- * buffers in turn (the launch has no room for a set each: plan.c's
- * smem_bytes()).  The turn passes by a named barrier of the consumer's
- * warpgroup and then one thread's mbarrier arrival, which is correct
- * (the barrier orders the warpgroup's stores before that release) but
- * which compute-sanitizer's racecheck does not follow: it reports the
- * other consumer's stores as a race (docs/perf.md, session 25, run 4).
- */
-static bool shares_staging(const struct kernel_info *k,
-			   const struct gemm_plan *p)
-{
-	const uint64_t ring =
-		k->smem_fixed + (uint64_t)p->stages * k->smem_stage;
-
-	return k->schedule == GEMM_SCHEDULE_PINGPONG &&
-	       p->epilogue == GEMM_EPILOGUE_TMA &&
-	       p->smem_bytes < ring + 2ull * k->smem_epilogue;
-}
-
 /* Runs one job; a lost context ends the program, nothing else can run. */
 static int run_job(const struct gemm_spec *spec, const struct gemm_plan *p,
 		   struct gemm_result *res, char *err, size_t errlen)
@@ -527,11 +503,6 @@ static enum outcome run_case(const struct tcase *c)
 		e = job_plan(c->k, json, &spec, &plan, why, sizeof(why));
 	if (!e && c->general)
 		e = job_general_entry(&plan, why, sizeof(why));
-	if (!e && t.own_staging && shares_staging(c->k, &plan)) {
-		note("%s %s: skipped, its consumers share one staging set",
-		     c->k->name, what);
-		return CASE_SKIP;
-	}
 	if (!e) {
 		memset(&res, 0, sizeof(res));
 		e = run_job(&spec, &plan, &res, why, sizeof(why));
@@ -1251,8 +1222,7 @@ static void gpu_exclusive(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: gpu-gemm [--full] [--small] [--own-staging] "
-			"[--kernel TEXT]\n"
+	fprintf(stderr, "usage: gpu-gemm [--full] [--small] [--kernel TEXT]\n"
 			"       gpu-gemm [--kernel TEXT] --bench M N K "
 			"[bf16|fp16|all]\n");
 	return EXIT_FAILURE;
@@ -1271,8 +1241,6 @@ int main(int argc, char **argv)
 			full = true;
 		else if (strcmp(argv[i], "--small") == 0)
 			t.sz = &small_sizes;
-		else if (strcmp(argv[i], "--own-staging") == 0)
-			t.own_staging = true;
 		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
 			t.filter = argv[++i];
 		else if (strcmp(argv[i], "--bench") == 0)
