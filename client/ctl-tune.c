@@ -209,6 +209,18 @@ static bool job_ended(const json_t *job)
 	return !state || (strcmp(state, "queued") && strcmp(state, "running"));
 }
 
+/* Whether gemmd's job state is one that gemmd ends jobs in. */
+static bool state_is_final(const char *state)
+{
+	static const char *const final[] = { "done", "failed", "timeout",
+					     "cancelled" };
+
+	for (size_t i = 0; state && i < ARRAY_SIZE(final); i++)
+		if (!strcmp(state, final[i]))
+			return true;
+	return false;
+}
+
 /* DELETE /v1/jobs/ID, best effort: whether gemmd took it. */
 static bool delete_job(const struct ctl_http *http, const char *job_id)
 {
@@ -662,6 +674,14 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 	if (job && job_ended(job)) {
 		c->job = json_incref(job);
 		c->state = CAND_ENDED;
+		/*
+		 * A state this gemmctl does not know may still hold a GPU
+		 * (a newer gemmd's "paused", say): cancelled, best effort,
+		 * since it is no longer followed.  gemmd refuses to cancel
+		 * a job that really ended (409), which changes nothing.
+		 */
+		if (!state_is_final(ctl_jstr(job, "state")))
+			delete_job(&t->http, c->id);
 	} else if (!job) {
 		/*
 		 * 404: gone (gemmd restarted, or dropped it).  Any other
