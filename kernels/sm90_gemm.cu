@@ -1428,9 +1428,6 @@ consumer_split(const sm90_ctx &c, const gemm_args &args,
  * consumer 0 starts at phase 1 and so holds both turns first.
  */
 #define ORDER_ARRIVALS 128
-struct order_state {
-	uint32_t phase;
-};
 
 [[maybe_unused]] __device__ __forceinline__ void
 order_wait(const sm90_ctx &c, uint32_t turn, uint32_t wg, uint32_t phase)
