@@ -53,6 +53,12 @@ const char *const gemm_placement_names[_GEMM_PLACEMENT_MAX] = {
 	[GEMM_PLACEMENT_GPC] = "gpc",
 };
 
+const char *const gemm_occupancy_names[_GEMM_OCCUPANCY_MAX] = {
+	[GEMM_OCCUPANCY_AUTO] = "auto",
+	[GEMM_OCCUPANCY_BALANCED] = "balanced",
+	[GEMM_OCCUPANCY_FULL] = "full",
+};
+
 const char *const gemm_init_names[_GEMM_INIT_MAX] = {
 	[GEMM_INIT_NORMAL] = "normal",
 	[GEMM_INIT_UNIFORM] = "uniform",
@@ -219,6 +225,33 @@ bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p)
 		return s == GEMM_SCHEDULE_COOPERATIVE ||
 		       s == GEMM_SCHEDULE_PINGPONG;
 	case _GEMM_PLACEMENT_MAX:
+		break;
+	}
+	return false;
+}
+
+const char *gemm_occupancy_to_string(enum gemm_occupancy o)
+{
+	return string_table_lookup(gemm_occupancy_names,
+				   ARRAY_SIZE(gemm_occupancy_names), o);
+}
+
+int gemm_occupancy_from_string(const char *s)
+{
+	return string_table_find(gemm_occupancy_names,
+				 ARRAY_SIZE(gemm_occupancy_names), s);
+}
+
+bool gemm_schedule_has_occupancy(enum gemm_schedule s, enum gemm_occupancy o)
+{
+	switch (o) {
+	case GEMM_OCCUPANCY_AUTO:
+	case GEMM_OCCUPANCY_FULL:
+		return true;
+	case GEMM_OCCUPANCY_BALANCED:
+		return s == GEMM_SCHEDULE_COOPERATIVE ||
+		       s == GEMM_SCHEDULE_PINGPONG;
+	case _GEMM_OCCUPANCY_MAX:
 		break;
 	}
 	return false;

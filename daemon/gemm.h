@@ -73,6 +73,22 @@ enum gemm_placement {
 	_GEMM_PLACEMENT_MAX,
 };
 
+/*
+ * How many clusters a persistent kernel launches (daemon/worker/gpu.c,
+ * docs/kernels.md).  FULL: every cluster that fits at once.  BALANCED:
+ * the fewest that still give no cluster more work units than FULL
+ * would, so that every wave is whole; the job takes as many rounds, and
+ * the clusters left out draw no power that the others' clocks could
+ * use at the cap.  AUTO, a job's only, is BALANCED where it applies
+ * (persistent and data-parallel) and FULL elsewhere.
+ */
+enum gemm_occupancy {
+	GEMM_OCCUPANCY_AUTO,
+	GEMM_OCCUPANCY_BALANCED,
+	GEMM_OCCUPANCY_FULL,
+	_GEMM_OCCUPANCY_MAX,
+};
+
 enum gemm_epilogue {
 	GEMM_EPILOGUE_DIRECT, /* stores from registers */
 	GEMM_EPILOGUE_TMA, /* staged in smem, TMA stores */
@@ -183,6 +199,7 @@ struct gemm_spec {
 	enum gemm_epilogue epilogue;
 	enum gemm_decomposition decomposition;
 	enum gemm_placement placement;
+	enum gemm_occupancy occupancy;
 	/*
 	 * Programmatic dependent launch: each launch of ours may start
 	 * while the one before it finishes (kernels with "pdl" only).
@@ -228,6 +245,7 @@ struct gemm_plan {
 	enum gemm_epilogue epilogue;
 	enum gemm_decomposition decomposition; /* stream_k: persistent only */
 	enum gemm_placement placement; /* gpc: persistent only */
+	enum gemm_occupancy occupancy; /* never AUTO; balanced: see above */
 	/*
 	 * A persistent kernel: the worker cuts grid[0] down to the clusters
 	 * that fit at once (cuOccupancyMaxActiveClusters).  grid[0] is
@@ -391,6 +409,7 @@ extern const char *const gemm_raster_names[_GEMM_RASTER_MAX];
 extern const char *const gemm_epilogue_names[_GEMM_EPILOGUE_MAX];
 extern const char *const gemm_decomposition_names[_GEMM_DECOMP_MAX];
 extern const char *const gemm_placement_names[_GEMM_PLACEMENT_MAX];
+extern const char *const gemm_occupancy_names[_GEMM_OCCUPANCY_MAX];
 extern const char *const gemm_init_names[_GEMM_INIT_MAX];
 /* GEMM_BASELINE_NONE has no name: it is JSON null. */
 extern const char *const gemm_baseline_names[_GEMM_BASELINE_MAX];
@@ -428,6 +447,14 @@ int gemm_placement_from_string(const char *s);
  * this refuses.
  */
 bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p);
+const char *gemm_occupancy_to_string(enum gemm_occupancy o);
+int gemm_occupancy_from_string(const char *s);
+/*
+ * Whether kernels of schedule s can run occupancy o: "balanced" only on
+ * the persistent ones, whose clusters walk many work units; the others
+ * launch a CTA per tile whatever the job asks.
+ */
+bool gemm_schedule_has_occupancy(enum gemm_schedule s, enum gemm_occupancy o);
 const char *gemm_init_to_string(enum gemm_init i);
 int gemm_init_from_string(const char *s);
 const char *gemm_baseline_to_string(enum gemm_baseline b);

@@ -603,6 +603,11 @@ static bool takes_placement(enum gemm_schedule s, const struct gemm_spec *spec)
 	return gemm_schedule_has_placement(s, spec->placement);
 }
 
+static bool takes_occupancy(enum gemm_schedule s, const struct gemm_spec *spec)
+{
+	return gemm_schedule_has_occupancy(s, spec->occupancy);
+}
+
 /* "a or b": the schedules that take what the spec asks, for a message. */
 static void schedules_that(bool (*takes)(enum gemm_schedule,
 					 const struct gemm_spec *),
@@ -671,6 +676,46 @@ static int check_placement(const struct gemm_spec *spec,
 }
 
 /*
+ * "balanced" cuts a persistent kernel's grid to whole waves of work
+ * units: refused where there are no units to balance (the kernels that
+ * are not persistent) or where every cluster that fits must run
+ * (stream-K deals its k-tiles out to all of them).
+ */
+static int check_occupancy(const struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	char need[96];
+
+	if (spec->occupancy == GEMM_OCCUPANCY_BALANCED &&
+	    spec->decomposition == GEMM_DECOMP_STREAM_K)
+		return gemmd_error_set(err, 422, "unsupported",
+				       "kernel.occupancy",
+				       "balanced occupancy needs the "
+				       "data_parallel decomposition: stream_k "
+				       "deals its k-tiles out to every cluster "
+				       "that fits");
+	if (gemm_schedule_has_occupancy(spec->schedule, spec->occupancy))
+		return 0;
+	schedules_that(takes_occupancy, spec, need, sizeof(need));
+	return gemmd_error_set(err, 422, "unsupported", "kernel.occupancy",
+			       "%s occupancy needs the %s schedule, not %s",
+			       gemm_occupancy_to_string(spec->occupancy), need,
+			       gemm_schedule_to_string(spec->schedule));
+}
+
+/* "auto": balanced wherever check_occupancy() would take it. */
+static enum gemm_occupancy pick_occupancy(const struct gemm_spec *spec,
+					  const struct gemm_plan *p)
+{
+	if (spec->occupancy != GEMM_OCCUPANCY_AUTO)
+		return spec->occupancy;
+	return p->persistent && spec->decomposition ==
+					GEMM_DECOMP_DATA_PARALLEL ?
+		       GEMM_OCCUPANCY_BALANCED :
+		       GEMM_OCCUPANCY_FULL;
+}
+
+/*
  * The function in the kernel's cubin (kernels/gemm-abi.h): stream-K has
  * an entry of its own, and the common epilogue, TMA stores of D in the
  * input type without C, one with only that in it where the kernel has
@@ -711,6 +756,8 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	r = check_decomposition(spec, err);
 	if (r >= 0)
 		r = check_placement(spec, err);
+	if (r >= 0)
+		r = check_occupancy(spec, err);
 	if (r < 0)
 		return r;
 	k = pick_kernel(cat, spec, sm_count);
@@ -736,6 +783,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	p.epilogue = s.epilogue;
 	p.decomposition = s.decomposition;
 	p.placement = s.placement;
+	p.occupancy = pick_occupancy(&s, &p);
 	pick_entry(k, &s, &p);
 	p.smem_bytes = smem_bytes(k, &s, stages, smem_limit);
 	p.tile = k->tile;
@@ -784,7 +832,7 @@ json_t *plan_to_json(const struct gemm_plan *p)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
-		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:s, s:b, s:I}",
+		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:s, s:s, s:b, s:I}",
 		"kernel", p->kernel, "entry", p->entry, "cubin", p->cubin,
 		"grid", p->grid[0], p->grid[1], p->grid[2], "block",
 		p->block[0], p->block[1], p->block[2], "cluster", p->cluster[0],
@@ -794,6 +842,7 @@ json_t *plan_to_json(const struct gemm_plan *p)
 		p->swizzle, "epilogue", gemm_epilogue_to_string(p->epilogue),
 		"decomposition", gemm_decomposition_to_string(p->decomposition),
 		"placement", gemm_placement_to_string(p->placement),
+		"occupancy", gemm_occupancy_to_string(p->occupancy),
 		"persistent", p->persistent, "units", (json_int_t)p->units);
 }
 
@@ -844,10 +893,26 @@ static int placement_from_json(const char *placement, struct gemm_plan *p)
 	return 0;
 }
 
+/*
+ * Whole waves need work units to balance: a persistent, data-parallel
+ * plan; "auto" is the job's, never the plan's.
+ */
+static int occupancy_from_json(const char *occupancy, struct gemm_plan *p)
+{
+	int x = gemm_occupancy_from_string(occupancy);
+
+	if (x < 0 || x == GEMM_OCCUPANCY_AUTO ||
+	    (x == GEMM_OCCUPANCY_BALANCED &&
+	     (!p->persistent || p->decomposition != GEMM_DECOMP_DATA_PARALLEL)))
+		return -EINVAL;
+	p->occupancy = x;
+	return 0;
+}
+
 int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
 	const char *kernel, *entry, *cubin, *raster, *epilogue, *decomposition;
-	const char *placement;
+	const char *placement, *occupancy;
 	struct gemm_plan p;
 	json_error_t jerr;
 	json_int_t units;
@@ -856,7 +921,8 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	memset(&p, 0, sizeof(p));
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
 			   "{s:s, s:s, s:s, s:[iii], s:[iii], s:[iii], s:i,"
-			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:s, s:b, s:I}",
+			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:s, s:s, s:b,"
+			   " s:I}",
 			   "kernel", &kernel, "entry", &entry, "cubin", &cubin,
 			   "grid", &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
@@ -865,8 +931,8 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 			   "tile", &p.tile.m, &p.tile.n, &p.tile.k, "raster",
 			   &raster, "swizzle", &swizzle, "epilogue", &epilogue,
 			   "decomposition", &decomposition, "placement",
-			   &placement, "persistent", &persistent, "units",
-			   &units) < 0)
+			   &placement, "occupancy", &occupancy, "persistent",
+			   &persistent, "units", &units) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
 	    strlen(entry) >= sizeof(p.entry) ||
@@ -876,7 +942,8 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	if (units < 1 || swizzle < 1 ||
 	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0 ||
 	    decomposition_from_json(decomposition, &p) < 0 ||
-	    placement_from_json(placement, &p) < 0)
+	    placement_from_json(placement, &p) < 0 ||
+	    occupancy_from_json(occupancy, &p) < 0)
 		return -EINVAL;
 	strcpy(p.kernel, kernel);
 	strcpy(p.entry, entry);

@@ -45,6 +45,7 @@ void spec_init(struct gemm_spec *spec)
 	spec->epilogue = GEMM_EPILOGUE_AUTO;
 	spec->decomposition = GEMM_DECOMP_DATA_PARALLEL;
 	spec->placement = GEMM_PLACEMENT_NONE;
+	spec->occupancy = GEMM_OCCUPANCY_AUTO;
 	spec->alpha = 1.0;
 	spec->beta = 0.0;
 	spec->warmup = 10;
@@ -458,6 +459,19 @@ static int parse_placement(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
+/* Which kernels take "balanced" is plan.c's (422). */
+static int parse_occupancy(json_t *v, const char *path, struct gemm_spec *spec,
+			   struct gemmd_error *err)
+{
+	int x = 0, r;
+
+	r = GET_ENUM(v, path, gemm_occupancy_names, &x, err);
+	if (r < 0)
+		return r;
+	spec->occupancy = x;
+	return 0;
+}
+
 static int parse_pdl(json_t *v, const char *path, struct gemm_spec *spec,
 		     struct gemmd_error *err)
 {
@@ -475,6 +489,7 @@ static const struct field kernel_fields[] = {
 	{ "pdl", parse_pdl },
 	{ "decomposition", parse_decomposition },
 	{ "placement", parse_placement },
+	{ "occupancy", parse_occupancy },
 };
 
 static int parse_kernel(json_t *v, const char *path, struct gemm_spec *spec,
@@ -874,7 +889,7 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 	if (spec->tile.m)
 		t = json_string(tile_format(&spec->tile, tile, sizeof(tile)));
 	return json_pack(
-		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b, s:s, s:s}",
+		"{s:s, s:o, s:o, s:[I,I], s:s, s:o, s:s, s:b, s:s, s:s, s:s}",
 		"schedule", gemm_schedule_to_string(spec->schedule), "tile",
 		t ? t : json_null(), "stages",
 		spec->stages ? json_integer(spec->stages) : json_null(),
@@ -885,7 +900,8 @@ static json_t *kernel_to_json(const struct gemm_spec *spec)
 		"epilogue", gemm_epilogue_to_string(spec->epilogue), "pdl",
 		spec->pdl, "decomposition",
 		gemm_decomposition_to_string(spec->decomposition), "placement",
-		gemm_placement_to_string(spec->placement));
+		gemm_placement_to_string(spec->placement), "occupancy",
+		gemm_occupancy_to_string(spec->occupancy));
 }
 
 json_t *spec_to_json(const struct gemm_spec *spec)

@@ -157,6 +157,7 @@ struct tcase {
 	bool scaled; /* alpha 2, beta -1, with C */
 	bool pdl; /* launched with programmatic dependent launch */
 	bool stream_k; /* "decomposition": "stream_k" */
+	bool full; /* "occupancy": "full" (default: "auto") */
 	bool general; /* the kernel's own entry where the plan has _packed */
 	enum gemm_init init;
 	enum gemm_timing_mode mode;
@@ -308,7 +309,7 @@ static void describe(const struct tcase *c, const struct shape *s,
 {
 	snprintf(buf, len,
 		 "%llux%llux%llu stages=%u(%s) cluster=%ux%u epilogue=%s "
-		 "out=%s order=%s/%u%s%s%s%s init=%s %s",
+		 "out=%s order=%s/%u%s%s%s%s%s init=%s %s",
 		 (unsigned long long)s->m, (unsigned long long)s->n,
 		 (unsigned long long)s->k, stages, stage_class_names[c->stages],
 		 c->cx, c->cy, gemm_epilogue_to_string(c->epilogue),
@@ -316,6 +317,7 @@ static void describe(const struct tcase *c, const struct shape *s,
 		 gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		 c->scaled ? " alpha=2 beta=-1" : "", c->pdl ? " pdl" : "",
 		 c->stream_k ? " stream_k" : "",
+		 c->full ? " occupancy=full" : "",
 		 c->general ? " entry=general" : "",
 		 gemm_init_to_string(c->init), gemm_timing_mode_names[c->mode]);
 }
@@ -334,7 +336,8 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		"\"beta\": %d, \"kernel\": {\"schedule\": \"%s\", "
 		"\"tile\": \"%ux%ux%u\", \"stages\": %u, \"cluster\": [%u, %u], "
 		"\"raster\": \"%s\", \"swizzle\": %u, \"epilogue\": \"%s\", "
-		"\"pdl\": %s, \"decomposition\": \"%s\"}, "
+		"\"pdl\": %s, \"decomposition\": \"%s\", "
+		"\"occupancy\": \"%s\"}, "
 		"\"timing\": {\"warmup\": 0, \"iterations\": %d, "
 		"\"mode\": \"%s\", \"cooldown_ms\": 0}, "
 		"\"verify\": {\"init\": \"%s\", \"seed\": %llu}, "
@@ -347,7 +350,8 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		k->tile.k, stages, c->cx, c->cy,
 		gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		gemm_epilogue_to_string(c->epilogue), c->pdl ? "true" : "false",
-		c->stream_k ? "stream_k" : "data_parallel", CASE_ITERATIONS,
+		c->stream_k ? "stream_k" : "data_parallel",
+		c->full ? "full" : "auto", CASE_ITERATIONS,
 		gemm_timing_mode_names[c->mode], gemm_init_to_string(c->init),
 		(unsigned long long)t.seed++);
 	return n > 0 && (size_t)n < len ? 0 : -ENOBUFS;
@@ -437,6 +441,17 @@ static int run_job(const struct gemm_spec *spec, const struct gemm_plan *p,
 	return e;
 }
 
+/*
+ * Whether a launch of n clusters has whole waves: no fewer clusters give
+ * each as few rounds of the plan's work units (daemon/worker/gpu.c).
+ */
+static bool grid_balanced(const struct gemm_plan *p, uint64_t n)
+{
+	const uint64_t rounds = (p->units + n - 1) / n;
+
+	return (n - 1) * rounds < p->units;
+}
+
 /* What a passing case must show, besides gpu_run() returning 0. */
 static const char *result_problem(const struct gemm_spec *spec,
 				  const struct gemm_plan *p,
@@ -460,6 +475,10 @@ static const char *result_problem(const struct gemm_spec *spec,
 		return "bad launch grid in the result";
 	if (!p->persistent && res->launch.grid[0] != p->grid[0])
 		return "a non-persistent grid was cut";
+	/* balanced unless --small's cap cut it further */
+	if (p->occupancy == GEMM_OCCUPANCY_BALANCED && !p->clusters_max &&
+	    !grid_balanced(p, res->launch.grid[0] / p->cluster[0]))
+		return "balanced occupancy launched a partial wave";
 	return NULL;
 }
 
@@ -601,10 +620,11 @@ static void kernel_default(const struct kernel_info *k, const struct offer *o)
 
 /*
  * The shapes above give no CTA of a persistent kernel a second tile on
- * an H100 or H200, so two randint cases walk many: 16-bit D without C on
- * the tma epilogue (stored while the next tile's first k-tile runs) with
- * the deepest ring and the first cluster of two CTAs, and fp32 D with C
- * (stored at once) with the shallowest ring on one CTA.
+ * an H100 or H200, so three randint cases walk many: 16-bit D without C
+ * on the tma epilogue (stored while the next tile's first k-tile runs)
+ * with the deepest ring and the first cluster of two CTAs, and fp32 D
+ * with C (stored at once) with the shallowest ring on one CTA, with the
+ * default (balanced) occupancy and then with every cluster that fits.
  */
 static void kernel_many_tiles(const struct kernel_info *k,
 			      const struct offer *o)
@@ -629,6 +649,10 @@ static void kernel_many_tiles(const struct kernel_info *k,
 	c.out = o->outs[MIN(1u, o->n_outs - 1)];
 	c.order = orders[2];
 	c.scaled = true;
+	kernel_case(&c);
+
+	/* every cluster that fits, the last wave partial */
+	c.full = true;
 	kernel_case(&c);
 }
 

@@ -832,6 +832,97 @@ static void test_placement(void)
 }
 
 /*
+ * kernel.occupancy: "auto" is balanced on the persistent data-parallel
+ * kernels and full elsewhere; "balanced" asked of a kernel that is not
+ * persistent, or with stream-K, is a 422 naming the field.
+ */
+static void test_occupancy(void)
+{
+	static const char *const others[] = { "ws", "interleaved", "multistage",
+					      "pipelined" };
+	struct catalog *c = make_catalog();
+	struct gemm_plan p, q;
+	struct gemmd_error err;
+	size_t i;
+
+	/* the default: ws is not persistent */
+	expect_plan(c, "{\"m\":4096,\"n\":4096,\"k\":128}", NULL, &p);
+	CHECK_EQ_INT(p.occupancy, GEMM_OCCUPANCY_FULL);
+	CHECK(!p.persistent);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1]}}",
+		    NULL, &p);
+	CHECK(p.persistent);
+	CHECK_EQ_INT(p.occupancy, GEMM_OCCUPANCY_BALANCED);
+	/* asked for: nothing else of the plan changes */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+		    "\"occupancy\":\"full\"}}",
+		    NULL, &q);
+	CHECK_EQ_INT(q.occupancy, GEMM_OCCUPANCY_FULL);
+	q.occupancy = GEMM_OCCUPANCY_BALANCED;
+	CHECK(memcmp(&p, &q, sizeof(p)) == 0);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"cluster\":[2,1],"
+		    "\"occupancy\":\"balanced\"}}",
+		    NULL, &q);
+	CHECK(memcmp(&p, &q, sizeof(p)) == 0);
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\",\"occupancy\":\"auto\"}}",
+		    NULL, &p);
+	CHECK_EQ_INT(p.occupancy, GEMM_OCCUPANCY_BALANCED);
+
+	/* stream-K deals k-tiles to every cluster: full, and only full */
+	expect_plan(c,
+		    "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		    "\"schedule\":\"cooperative\","
+		    "\"decomposition\":\"stream_k\"}}",
+		    NULL, &p);
+	CHECK_EQ_INT(p.occupancy, GEMM_OCCUPANCY_FULL);
+	CHECK(plan(c,
+		   "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":{"
+		   "\"schedule\":\"cooperative\","
+		   "\"decomposition\":\"stream_k\","
+		   "\"occupancy\":\"balanced\"}}",
+		   NULL, &p, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "kernel.occupancy");
+	CHECK(strstr(err.message, "data_parallel") != NULL);
+
+	/* the kernels that are not persistent take full or auto alone */
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		expect_field_refused(c, others[i], "occupancy", "balanced",
+				     "full");
+		expect_field_refused(c, others[i], "occupancy", "balanced",
+				     "auto");
+	}
+	CHECK(plan(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":{"
+		   "\"occupancy\":\"balanced\"}}",
+		   NULL, &p, &err) < 0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.field, "kernel.occupancy");
+	CHECK_STREQ(err.message, "balanced occupancy needs the cooperative or "
+				 "pingpong schedule, not ws");
+
+	/* the rule itself */
+	for (i = 0; i < _GEMM_SCHEDULE_MAX; i++) {
+		CHECK(gemm_schedule_has_occupancy(i, GEMM_OCCUPANCY_AUTO));
+		CHECK(gemm_schedule_has_occupancy(i, GEMM_OCCUPANCY_FULL));
+		CHECK_EQ_INT(
+			gemm_schedule_has_occupancy(i, GEMM_OCCUPANCY_BALANCED),
+			i == GEMM_SCHEDULE_COOPERATIVE ||
+				i == GEMM_SCHEDULE_PINGPONG);
+	}
+	catalog_free(c);
+}
+
+/*
  * The entry the plan names for a cooperative job with these top-level and
  * kernel fields (each empty or ending in a comma).
  */
@@ -941,8 +1032,14 @@ static void test_json_round_trip(void)
 	json_object_set_new(j, "units", json_integer(4));
 	json_object_set_new(j, "persistent", json_integer(1));
 	CHECK(plan_from_json(j, &b) < 0);
+	/* balanced needs work units to balance: a persistent plan */
+	CHECK_STREQ(json_string_value(json_object_get(j, "occupancy")),
+		    "balanced");
 	json_object_set_new(j, "persistent", json_false());
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "occupancy", json_string("full"));
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.occupancy, GEMM_OCCUPANCY_FULL);
 	json_object_set_new(j, "extra", json_true());
 	CHECK(plan_from_json(j, &b) < 0);
 	json_object_del(j, "extra");
@@ -988,6 +1085,22 @@ static void test_json_round_trip(void)
 	json_object_set_new(j, "decomposition", json_string("data_parallel"));
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	CHECK_EQ_INT(b.decomposition, GEMM_DECOMP_DATA_PARALLEL);
+	/* stream-K runs every cluster that fits: never balanced */
+	CHECK_STREQ(json_string_value(json_object_get(j, "occupancy")), "full");
+	json_object_set_new(j, "persistent", json_true());
+	json_object_set_new(j, "decomposition", json_string("stream_k"));
+	json_object_set_new(j, "occupancy", json_string("balanced"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "decomposition", json_string("data_parallel"));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.occupancy, GEMM_OCCUPANCY_BALANCED);
+	/* a name not known, "auto" (the job's), none at all */
+	json_object_set_new(j, "occupancy", json_string("auto"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_set_new(j, "occupancy", json_string("half"));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_object_del(j, "occupancy");
+	CHECK(plan_from_json(j, &b) < 0);
 	json_decref(j);
 
 	/* the placement goes to the worker and back */
@@ -1018,6 +1131,7 @@ static void test_json_round_trip(void)
 	json_object_del(j, "placement");
 	CHECK(plan_from_json(j, &b) < 0);
 	json_object_set_new(j, "placement", json_string("gpc"));
+	json_object_set_new(j, "occupancy", json_string("full"));
 	json_object_set_new(j, "persistent", json_false());
 	CHECK(plan_from_json(j, &b) < 0);
 	json_object_set_new(j, "placement", json_string("none"));
@@ -1288,6 +1402,7 @@ int main(void)
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_decomposition);
 	RUN_TEST(test_placement);
+	RUN_TEST(test_occupancy);
 	RUN_TEST(test_entry);
 	RUN_TEST(test_json_round_trip);
 	RUN_TEST(test_deadline);

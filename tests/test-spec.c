@@ -53,6 +53,7 @@ static void test_minimal_defaults(void)
 	CHECK_EQ_INT(s.epilogue, GEMM_EPILOGUE_AUTO);
 	CHECK_EQ_INT(s.decomposition, GEMM_DECOMP_DATA_PARALLEL);
 	CHECK_EQ_INT(s.placement, GEMM_PLACEMENT_NONE);
+	CHECK_EQ_INT(s.occupancy, GEMM_OCCUPANCY_AUTO);
 	CHECK(fabs(s.alpha - 1.0) < 1e-15);
 	CHECK(fabs(s.beta) < 1e-15);
 	CHECK_EQ_INT(s.warmup, 10);
@@ -153,6 +154,10 @@ static void test_round_trip(void)
 		   "\"schedule\":\"pingpong\",\"placement\":\"gpc\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
 		   "\"placement\":\"none\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		   "\"schedule\":\"cooperative\",\"occupancy\":\"full\"}}");
+	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		   "\"occupancy\":\"balanced\"}}");
 	round_trip("{\"m\":8,\"n\":8,\"k\":8,\"timing\":{\"iterations\":3,"
 		   "\"mode\":\"hot\",\"min_samples\":4,\"min_time_ms\":0,"
 		   "\"max_time_ms\":7,\"max_noise\":0.0123,"
@@ -348,6 +353,40 @@ static void test_family(void)
 	CHECK_STREQ(err.message, "'kernel.placement' is \"sm\"; "
 				 "expected one of \"none\", \"gpc\"");
 
+	/* the occupancies; which kernels take "balanced" is the plan's */
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"schedule\":\"cooperative\","
+			   "\"occupancy\":\"full\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.occupancy, GEMM_OCCUPANCY_FULL);
+	j = spec_to_json(&s);
+	k = json_object_get(j, "kernel");
+	CHECK_STREQ(json_string_value(json_object_get(k, "occupancy")), "full");
+	json_decref(j);
+	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+			   "\"occupancy\":\"balanced\"}}",
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.occupancy, GEMM_OCCUPANCY_BALANCED);
+	CHECK_EQ_INT(gemm_occupancy_from_string("auto"), GEMM_OCCUPANCY_AUTO);
+	CHECK_STREQ(gemm_occupancy_to_string(GEMM_OCCUPANCY_BALANCED),
+		    "balanced");
+	CHECK(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		    "\"occupancy\":128}}",
+		    &s, &err) < 0);
+	CHECK_EQ_INT(err.status, 400);
+	CHECK_STREQ(err.field, "kernel.occupancy");
+	CHECK(parse("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{"
+		    "\"occupancy\":\"half\"}}",
+		    &s, &err) < 0);
+	CHECK_EQ_INT(err.status, 400);
+	CHECK_STREQ(err.code, "invalid_value");
+	CHECK_STREQ(err.field, "kernel.occupancy");
+	CHECK_STREQ(err.message, "'kernel.occupancy' is \"half\"; "
+				 "expected one of \"auto\", \"balanced\", "
+				 "\"full\"");
+
 	/* the defaults as the API shows them */
 	CHECK_EQ_INT(parse("{\"m\":8,\"n\":8,\"k\":8}", &s, &err), 0);
 	j = spec_to_json(&s);
@@ -357,6 +396,7 @@ static void test_family(void)
 	      1e-15);
 	CHECK(fabs(json_number_value(json_object_get(j, "beta"))) < 1e-15);
 	CHECK_STREQ(json_string_value(json_object_get(k, "raster")), "auto");
+	CHECK_STREQ(json_string_value(json_object_get(k, "occupancy")), "auto");
 	CHECK(json_is_null(json_object_get(k, "swizzle")));
 	CHECK_STREQ(json_string_value(json_object_get(k, "epilogue")), "auto");
 	CHECK(json_is_false(json_object_get(k, "pdl")));

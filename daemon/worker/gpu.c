@@ -1225,12 +1225,27 @@ static void run_launch_config(struct run *r, const unsigned int grid[3],
 }
 
 /*
+ * Balanced occupancy: the fewest of n clusters that still take no more
+ * rounds of work units than n do, ceil(units / rounds).  At 4096^3 in
+ * 128x256 tiles on 2x1 clusters an H100 fits 66, 256 units take 4 rounds
+ * either way, and 64 clusters make every wave whole: 0.6-1.8 % faster at
+ * the power cap on every data-parallel shape tried (docs/perf.md,
+ * session 27).
+ */
+static unsigned int balanced_clusters(uint64_t units, unsigned int n)
+{
+	const uint64_t rounds = (units + n - 1) / n;
+
+	return (unsigned int)((units + rounds - 1) / rounds);
+}
+
+/*
  * The grid to launch.  A persistent kernel gets as many clusters as can
  * be resident at once (cuOccupancyMaxActiveClusters, asked with the real
  * cluster shape, block and shared memory), at most one per work unit
- * unless it cuts units along K (stream-K), and at most clusters_max where
- * the plan sets it; it walks the rest itself.  None resident means the
- * job cannot run.
+ * unless it cuts units along K (stream-K), fewer with balanced occupancy,
+ * and at most clusters_max where the plan sets it; it walks the rest
+ * itself.  None resident means the job cannot run.
  */
 static int run_grid(struct run *r)
 {
@@ -1259,6 +1274,8 @@ static int run_grid(struct run *r)
 	/* Stream-K deals k-tiles out to every cluster, units or not. */
 	if (p->decomposition == GEMM_DECOMP_DATA_PARALLEL)
 		n = (int)MIN(p->units, (uint64_t)n);
+	if (p->occupancy == GEMM_OCCUPANCY_BALANCED)
+		n = (int)balanced_clusters(p->units, (unsigned int)n);
 	if (p->clusters_max)
 		n = (int)MIN(p->clusters_max, (unsigned int)n);
 	r->grid[0] = p->cluster[0] * (unsigned int)n;
