@@ -512,6 +512,14 @@ static bool gpc_placement(const json_t *plan)
 	return p && !strcmp(p, "gpc");
 }
 
+/* Balanced occupancy shows; full, auto's other choice, does not. */
+static bool balanced(const json_t *plan)
+{
+	const char *o = ctl_jstr(plan, "occupancy");
+
+	return o && !strcmp(o, "balanced");
+}
+
 /* pdl: the job's launches may overlap (spec.kernel.pdl). */
 static void print_plan(const json_t *plan, const json_t *spec)
 {
@@ -538,7 +546,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 	      smem);
 	if (ctl_jstr(plan, "raster"))
 		field("order:",
-		      "%s, swizzle %s, %s epilogue%s%s%s, %s work units",
+		      "%s, swizzle %s, %s epilogue%s%s%s%s, %s work units",
 		      ctl_jstr(plan, "raster"),
 		      int_text(plan, "swizzle", stages, sizeof(stages)),
 		      ctl_jstr(plan, "epilogue") ?: "-",
@@ -547,6 +555,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 			      "",
 		      stream_k(plan) ? ", stream_k decomposition" : "",
 		      gpc_placement(plan) ? ", gpc placement" : "",
+		      balanced(plan) ? ", balanced occupancy" : "",
 		      int_text(plan, "units", grid, sizeof(grid)));
 }
 

@@ -353,6 +353,11 @@ static bool kernel_fits(const struct tune *t, const json_t *k, const char *tile)
 	if (want && strcmp(want, "none") &&
 	    !json_is_true(json_object_get(k, "placement")))
 		return false;
+	/* whole waves of work units: the persistent kernels' alone */
+	want = ctl_jstr(t->fixed, "occupancy");
+	if (want && !strcmp(want, "balanced") &&
+	    !json_is_true(json_object_get(k, "persistent")))
+		return false;
 	want = ctl_jstr(t->fixed, "decomposition");
 	return !want || in_array(json_object_get(k, "decompositions"), want);
 }
