@@ -31,7 +31,9 @@ program per dtype before the rounds.
 clusters: per shape and dtype, BEST's configuration over every cluster
 shape its kernel takes, where it has stream-K with the other
 decomposition, and where it takes it with kernel.placement "gpc" (its
-data-parallel form), each timed in the final rounds' way: the shapes search
+data-parallel form), and, for a persistent kernel, its data-parallel
+form with kernel.occupancy "full" (every cluster that fits, beside the
+default's whole waves), each timed in the final rounds' way: the shapes search
 times jobs too short for the power cap to bind, and at the cap a
 cluster's multicast (fewer L2 bytes) can win where it lost unbound.
 The configurations take turns within a round, in an order rotated from
@@ -72,12 +74,19 @@ FINAL = dict(TIMING, min_time_ms=300, max_time_ms=500)
 # Since 1x1 clusters launch as plain grids (session 5, run 14), the 1x1
 # form of a winner replaced it where it measured better in both rounds.
 # Stream-K (session 12): the last wave's tiles cut along K, ahead of
-# whole tiles in every A/B pair of final rounds at these shapes.
+# whole tiles in every A/B pair of final rounds at the shapes that keep
+# it (at 16384x16384x4096 a balanced grid is the full one: 4096 units
+# take 63 rounds on 66 clusters either way).
 SK = {"decomposition": "stream_k"}
+# Whole tiles on whole waves (kernel.occupancy "balanced", the default
+# since session 27) overtook stream-K at 8192^3 bf16 (735 against 717
+# TFLOP/s, medians of 8 and 12 jobs), fp16 (696 against 691) and
+# 14336x4096x4096 fp16, in sustained rounds on H100s (docs/perf.md,
+# session 27, runs 1-2).
 BEST = {
     "bf16": {
         "8192x8192x8192": ("cooperative", "128x256x64",
-            dict(SK, cluster=[2, 1])),
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
         # At the power cap a 2x1 cluster's multicast beats the plain
         # grid here, 0.5-2.3 % in sustained A/B rounds on both
         # machines (docs/perf.md, session 16); the short search does
@@ -99,8 +108,11 @@ BEST = {
         # (session 11).
         "8192x8192x1024": ("pingpong", "128x192x64",
             {"stages": 5, "raster": "along_n", "swizzle": 8}),
-        "4096x14336x4096": ("cooperative", "256x128x64",
-            dict(SK, cluster=[1, 2], raster="along_n", swizzle=8)),
+        # On whole waves 128x256 on 2x1 (684.8 TFLOP/s) passed the
+        # 256x128 1x2 stream-K kernel (672.7) and its whole tiles (681.7)
+        # (docs/perf.md, session 27, run 2).
+        "4096x14336x4096": ("cooperative", "128x256x64",
+            {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
         # Whole tiles: stream-K was 1.6-2.4 % behind in sustained A/B
         # rounds on both machines (docs/perf.md, session 16).
         "14336x4096x4096": ("cooperative", "128x256x64",
@@ -116,7 +128,7 @@ BEST = {
     },
     "fp16": {
         "8192x8192x8192": ("cooperative", "128x256x64",
-            dict(SK, cluster=[2, 1])),
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
         "4096x4096x4096": ("cooperative", "128x256x64",
             {}),
         "2048x2048x2048": ("ws", "128x256x64",
@@ -137,7 +149,7 @@ BEST = {
         "4096x14336x4096": ("cooperative", "128x256x64",
             {"cluster": [2, 1], "raster": "along_n", "swizzle": 8}),
         "14336x4096x4096": ("cooperative", "128x256x64",
-            dict(SK, cluster=[2, 1], raster="along_m", swizzle=8)),
+            {"cluster": [2, 1], "raster": "along_m", "swizzle": 8}),
         "8192x1024x8192": ("cooperative", "128x256x64",
             {"raster": "along_n", "swizzle": 1}),
         "512x8192x8192": ("ws", "128x256x64",
@@ -186,7 +198,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
            "verify": {"enabled": verify, "init": "normal"}}
     for key, v in (extra or {}).items():
         if key in ("stages", "cluster", "epilogue", "raster", "swizzle",
-                   "pdl", "decomposition", "placement"):
+                   "pdl", "decomposition", "placement", "occupancy"):
             job["kernel"][key] = v
         else:
             job[key] = v
@@ -211,11 +223,12 @@ def desc(kern, extra):
     order = ""
     if "raster" in extra:
         order = " %s/%d" % (extra["raster"], extra["swizzle"])
-    return "%s %s s%s c%dx%d %s%s%s%s%s" % (
+    return "%s %s s%s c%dx%d %s%s%s%s%s%s" % (
         kern["schedule"], tile_str(kern), extra.get("stages", "def"),
         c[0], c[1], extra.get("epilogue", "auto"), order,
         " sk" if extra.get("decomposition") == "stream_k" else "",
         " gpc" if extra.get("placement") == "gpc" else "",
+        " full" if extra.get("occupancy") == "full" else "",
         " pdl" if extra.get("pdl") else "")
 
 
@@ -479,7 +492,9 @@ def final(url, args):
 def variants(kern, extra):
     """extra first, then on every other cluster shape the kernel takes,
     then with the other decomposition where the kernel has stream-K,
-    then placed by GPC where the kernel takes it (data-parallel only)."""
+    then placed by GPC where the kernel takes it (data-parallel only),
+    then a persistent data-parallel form on every cluster that fits
+    (occupancy "full": the last wave partial)."""
     out = [extra]
     for c in CLUSTERS:
         if c != extra.get("cluster", [1, 1]) and \
@@ -493,6 +508,9 @@ def variants(kern, extra):
     if kern.get("placement") and extra.get("placement") != "gpc":
         placed = {x: v for x, v in extra.items() if x != "decomposition"}
         out.append(dict(placed, placement="gpc"))
+    if kern.get("persistent"):
+        dp = {x: v for x, v in extra.items() if x != "decomposition"}
+        out.append(dict(dp, occupancy="full"))
     return out
 
 
