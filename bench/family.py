@@ -38,8 +38,8 @@ times jobs too short for the power cap to bind, and at the cap a
 cluster's multicast (fewer L2 bytes) can win where it lost unbound.
 The configurations take turns within a round, in an order rotated from
 round to round.
-With --order separate (the default) each job times ours, pauses
---cooldown-ms and times cuBLAS; with --order interleaved it alternates
+With --order separate (the default) each job pauses --cooldown-ms,
+times ours, pauses again and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
 kernel (tile, stages, cluster, split-K), and TF/W: TFLOP/s per watt of
 ours and of cuBLAS (the job's telemetry: NVML's instant power over the

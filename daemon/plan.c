@@ -821,9 +821,9 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 	if (baseline)
 		sec += 10.0; /* loading cuBLASLt, its first-call set-up */
 	sec += spec->cooldown_ms / 1000.0;
-	/* separate: the cool-down between ours and the baseline too */
+	/* separate: a cool-down before ours and before the baseline too */
 	if (baseline && spec->baseline_order == GEMM_ORDER_SEPARATE)
-		sec += spec->cooldown_ms / 1000.0;
+		sec += 2.0 * spec->cooldown_ms / 1000.0;
 	/* job-timeout-max caps it; a day keeps the sum in range. */
 	return (unsigned int)MIN(30.0 + sec, 86400.0);
 }
