@@ -211,10 +211,18 @@ int gemm_placement_from_string(const char *s)
 }
 
 /*
- * GPC placement needs clusters that stay resident and walk the work
- * order from the place they claim: the persistent kernels'.  The other
- * kernels take one work unit a cluster, from the launch index, and have
- * no place to claim.
+ * The schedules whose clusters stay resident and walk many work units;
+ * the others take one work unit a cluster, from the launch index.
+ */
+static bool schedule_persistent(enum gemm_schedule s)
+{
+	return s == GEMM_SCHEDULE_COOPERATIVE || s == GEMM_SCHEDULE_PINGPONG;
+}
+
+/*
+ * GPC placement needs clusters that walk the work order from the place
+ * they claim: the persistent kernels'.  The others have no place to
+ * claim.
  */
 bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p)
 {
@@ -222,8 +230,7 @@ bool gemm_schedule_has_placement(enum gemm_schedule s, enum gemm_placement p)
 	case GEMM_PLACEMENT_NONE:
 		return true;
 	case GEMM_PLACEMENT_GPC:
-		return s == GEMM_SCHEDULE_COOPERATIVE ||
-		       s == GEMM_SCHEDULE_PINGPONG;
+		return schedule_persistent(s);
 	case _GEMM_PLACEMENT_MAX:
 		break;
 	}
@@ -249,8 +256,7 @@ bool gemm_schedule_has_occupancy(enum gemm_schedule s, enum gemm_occupancy o)
 	case GEMM_OCCUPANCY_FULL:
 		return true;
 	case GEMM_OCCUPANCY_BALANCED:
-		return s == GEMM_SCHEDULE_COOPERATIVE ||
-		       s == GEMM_SCHEDULE_PINGPONG;
+		return schedule_persistent(s);
 	case _GEMM_OCCUPANCY_MAX:
 		break;
 	}
