@@ -622,7 +622,25 @@ static int probe_gpcs(struct gpu *g, int smem_optin, char *err, size_t errlen)
 	return e ? err_context(e, err, errlen, "GPC probe") : 0;
 }
 
-static const uint64_t zero_sums[_SLOT_MAX];
+/*
+ * The fingerprint slots, zeroed in stream order: a read of the
+ * fingerprints takes every slot, also those no job has summed yet
+ * (compute-sanitizer's initcheck flags the uninitialised bytes otherwise).
+ */
+static int sums_alloc(struct gpu *g, char *err, size_t errlen)
+{
+	const size_t bytes = _SLOT_MAX * sizeof(uint64_t);
+	CUresult r;
+	int e;
+
+	e = CU_TRY(err, errlen, cuMemAlloc, &g->sums, bytes);
+	if (e)
+		return e;
+	r = driver.memset_d32_async(g->sums, 0, bytes / 4, g->stream);
+	return r == CUDA_SUCCESS ?
+		       0 :
+		       cuda_api_error(r, "cuMemsetD32Async", err, errlen);
+}
 
 int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	     size_t errlen)
@@ -682,16 +700,7 @@ int gpu_open(int ordinal, const char *kernel_dir, struct gpu **ret, char *err,
 	if (!e)
 		e = probe_gpcs(g, info.smem_optin, err, errlen);
 	if (!e)
-		e = CU_TRY(err, errlen, cuMemAlloc, &g->sums,
-			   _SLOT_MAX * sizeof(uint64_t));
-	/*
-	 * Zeroed in stream order: a read of the fingerprints takes every
-	 * slot, also those no job has summed yet (compute-sanitizer's
-	 * initcheck flags the uninitialised bytes otherwise).
-	 */
-	if (!e)
-		e = CU_TRY(err, errlen, cuMemcpyHtoDAsync, g->sums, zero_sums,
-			   sizeof(zero_sums), g->stream);
+		e = sums_alloc(g, err, errlen);
 	if (e)
 		goto fail;
 
