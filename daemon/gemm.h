@@ -384,6 +384,9 @@ struct gemm_inputs {
 struct gemm_launch {
 	unsigned int grid[3];
 	uint64_t ctas; /* grid[0] * grid[1] * grid[2] */
+	uint64_t clusters; /* launched */
+	unsigned int clusters_resident; /* that fit at once; 0: unknown */
+	double waves; /* work units of the busiest cluster */
 };
 
 struct gemm_result {

@@ -253,10 +253,17 @@ static json_t *inputs_to_json(const struct gemm_inputs *in)
 			 "reference_cached", ref, "intact", in->intact);
 }
 
+/* clusters_resident is null where the driver could not say. */
 static json_t *launch_to_json(const struct gemm_launch *l)
 {
-	return json_pack("{s:[i,i,i], s:I}", "grid", l->grid[0], l->grid[1],
-			 l->grid[2], "ctas", (json_int_t)l->ctas);
+	return json_pack("{s:[i,i,i], s:I, s:I, s:o, s:o}", "grid", l->grid[0],
+			 l->grid[1], l->grid[2], "ctas", (json_int_t)l->ctas,
+			 "clusters", (json_int_t)l->clusters,
+			 "clusters_resident",
+			 l->clusters_resident ?
+				 json_integer(l->clusters_resident) :
+				 json_null(),
+			 "waves", json_finite(l->waves));
 }
 
 /* j[key] = v, taking v over; j is dropped when that fails.  j may be NULL. */
@@ -609,6 +616,10 @@ static int launch_from_json(json_t *j, struct gemm_launch *l)
 	l->grid[1] = (unsigned int)y;
 	l->grid[2] = (unsigned int)z;
 	l->ctas = (uint64_t)ctas;
+	l->clusters = (uint64_t)MAX(int_at(j, "clusters"), 0);
+	l->clusters_resident =
+		(unsigned int)MAX(int_at(j, "clusters_resident"), 0);
+	l->waves = real_at(j, "waves");
 	return 0;
 }
 

@@ -452,6 +452,37 @@ static bool grid_balanced(const struct gemm_plan *p, uint64_t n)
 	return (n - 1) * rounds < p->units;
 }
 
+static bool waves_are(const struct gemm_launch *l, uint64_t waves)
+{
+	return fabs(l->waves - (double)waves) < 1e-9;
+}
+
+/*
+ * result.launch's clusters and waves against the plan: persistent
+ * clusters all fit at once, and a whole-tile launch that no test cap cut
+ * takes as many waves as the units need of the clusters that fit.
+ */
+static const char *launch_problem(const struct gemm_plan *p,
+				  const struct gemm_launch *l)
+{
+	const uint64_t fit = l->clusters_resident;
+
+	if (l->clusters * p->cluster[0] * p->cluster[1] != l->ctas)
+		return "launch.clusters is not the grid's";
+	if (!fit || (p->persistent && l->clusters > fit))
+		return "launch.clusters_resident missing or too few";
+	if (p->decomposition == GEMM_DECOMP_STREAM_K)
+		return fabs(l->waves * (double)l->clusters - (double)p->units) <
+				       1e-6 * (double)p->units ?
+			       NULL :
+			       "stream-K waves are not units / clusters";
+	if (!waves_are(l, DIV_ROUND_UP(p->units, MIN(l->clusters, fit))))
+		return "launch.waves is not the busiest cluster's units";
+	if (!p->clusters_max && !waves_are(l, DIV_ROUND_UP(p->units, fit)))
+		return "the launch takes more waves than the units need";
+	return NULL;
+}
+
 /* What a passing case must show, besides gpu_run() returning 0. */
 static const char *result_problem(const struct gemm_spec *spec,
 				  const struct gemm_plan *p,
@@ -479,7 +510,7 @@ static const char *result_problem(const struct gemm_spec *spec,
 	if (p->occupancy == GEMM_OCCUPANCY_BALANCED && !p->clusters_max &&
 	    !grid_balanced(p, res->launch.grid[0] / p->cluster[0]))
 		return "balanced occupancy launched a partial wave";
-	return NULL;
+	return launch_problem(p, &res->launch);
 }
 
 static void tally(const struct kernel_info *k, enum outcome o)

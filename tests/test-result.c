@@ -659,6 +659,53 @@ static void test_inputs(void)
 	json_decref(j);
 }
 
+/*
+ * result.launch: the grid, the clusters launched and resident, the waves;
+ * a resident count the driver did not give is null, and reads back 0.
+ */
+static void test_launch(void)
+{
+	struct gemm_result a = sample(), b;
+	json_t *j, *l;
+
+	a.launch = (struct gemm_launch){ .grid = { 104, 2, 1 },
+					 .ctas = 208,
+					 .clusters = 52,
+					 .clusters_resident = 30,
+					 .waves = 5.0 };
+	j = result_to_json(&a);
+	l = json_object_get(j, "launch");
+	CHECK(json_is_object(l));
+	CHECK_EQ_INT(json_integer_value(json_object_get(l, "clusters")), 52);
+	CHECK_EQ_INT(
+		json_integer_value(json_object_get(l, "clusters_resident")),
+		30);
+	CHECK(json_is_real(json_object_get(l, "waves")));
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.launch.ctas, 208);
+	CHECK_EQ_INT(b.launch.grid[1], 2);
+	CHECK_EQ_INT(b.launch.clusters, 52);
+	CHECK_EQ_INT(b.launch.clusters_resident, 30);
+	CHECK(fabs(b.launch.waves - 5.0) < 1e-12);
+	json_decref(j);
+
+	a.launch.clusters_resident = 0;
+	a.launch.waves = 3.875; /* stream-K: units / clusters */
+	j = result_to_json(&a);
+	l = json_object_get(j, "launch");
+	CHECK(json_is_null(json_object_get(l, "clusters_resident")));
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.launch.clusters_resident, 0);
+	CHECK(fabs(b.launch.waves - 3.875) < 1e-12);
+	json_decref(j);
+
+	/* No launch reported: none read. */
+	a.launch = (struct gemm_launch){ 0 };
+	j = result_to_json(&a);
+	CHECK(json_object_get(j, "launch") == NULL);
+	json_decref(j);
+}
+
 int main(void)
 {
 	RUN_TEST(test_round_trip);
@@ -674,5 +721,6 @@ int main(void)
 	RUN_TEST(test_where);
 	RUN_TEST(test_inputs);
 	RUN_TEST(test_mismatches_sample);
+	RUN_TEST(test_launch);
 	return check_exit();
 }

@@ -1249,28 +1249,45 @@ static unsigned int balanced_clusters(uint64_t units, unsigned int n)
 }
 
 /*
- * The grid to launch.  A persistent kernel gets as many clusters as can
- * be resident at once (cuOccupancyMaxActiveClusters, asked with the real
- * cluster shape, block and shared memory), at most one per work unit
- * unless it cuts units along K (stream-K), fewer with balanced occupancy,
- * and at most clusters_max where the plan sets it; it walks the rest
- * itself.  None resident means the job cannot run.
+ * How many clusters of the plan's shape, block and shared memory can be
+ * resident at once (cuOccupancyMaxActiveClusters), in *n.
  */
-static int run_grid(struct run *r)
+static int run_resident(struct run *r, int *n)
 {
 	const struct gemm_plan *p = r->plan;
 	const unsigned int one[3] = { p->cluster[0], p->cluster[1], 1 };
 	CUlaunchAttribute attr;
 	CUlaunchConfig cfg;
-	int n = 0, e;
+
+	*n = 0;
+	run_launch_config(r, one, &cfg, &attr);
+	return CU(r, cuOccupancyMaxActiveClusters, n, r->f, &cfg);
+}
+
+/*
+ * The grid to launch.  A persistent kernel gets as many clusters as can
+ * be resident at once, at most one per work unit unless it cuts units
+ * along K (stream-K), fewer with balanced occupancy, and at most
+ * clusters_max where the plan sets it; it walks the rest itself.  None
+ * resident means the job cannot run.  Any other kernel launches the
+ * plan's grid; how many of its clusters fit at once is only reported
+ * (result.launch), so a failed question does not fail the job.
+ */
+static int run_grid(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	int n, e;
 
 	memcpy(r->grid, p->grid, sizeof(r->grid));
-	if (!p->persistent)
+	if (!p->persistent) {
+		if (!run_resident(r, &n) && n > 0)
+			r->resident = (unsigned int)n;
 		return 0;
-	run_launch_config(r, one, &cfg, &attr);
-	e = CU(r, cuOccupancyMaxActiveClusters, &n, r->f, &cfg);
+	}
+	e = run_resident(r, &n);
 	if (e)
 		return run_context(r, e, p->entry);
+	r->resident = (unsigned int)MAX(n, 0);
 	if (n <= 0) {
 		snprintf(r->err, r->errlen,
 			 "%s: no cluster of %ux%u CTAs of %u threads and %u "
@@ -1434,11 +1451,27 @@ int run_launch_ours(struct run *r)
 
 /* ---- the job: gpu_run() -------------------------------------------------- */
 
-/* The grid that runs, for the result: a persistent kernel's is cut. */
+/*
+ * The launch as it ran, for the result: a persistent kernel's grid is cut.  waves: the work units of the busiest cluster,
+ * ceil(units / clusters at work at once); stream-K evens its clusters'
+ * shares out, units / clusters each.
+ */
 static void run_launch_report(const struct run *r, struct gemm_launch *l)
 {
+	const struct gemm_plan *p = r->plan;
+	const uint64_t units = p->units;
+	uint64_t active;
+
 	memcpy(l->grid, r->grid, sizeof(l->grid));
 	l->ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
+	l->clusters = l->ctas / ((uint64_t)p->cluster[0] * p->cluster[1]);
+	l->clusters_resident = r->resident;
+	active = r->resident ? MIN(l->clusters, (uint64_t)r->resident) :
+			       l->clusters;
+	if (p->decomposition == GEMM_DECOMP_STREAM_K)
+		l->waves = (double)units / (double)l->clusters;
+	else
+		l->waves = (double)DIV_ROUND_UP(units, active);
 }
 
 /*

@@ -128,6 +128,7 @@ struct run {
 	uint32_t fault; /* GEMMD_FAULT_*, from $GEMMD_FAULT: tests only */
 	CUfunction f;
 	unsigned int grid[3]; /* as launched: the plan's, cut if persistent */
+	unsigned int resident; /* clusters that fit at once; 0: unknown */
 	bool tma; /* the kernel loads A and B with TMA (not an sm_80 one) */
 	bool reads_c; /* beta != 0: C exists and is read */
 	unsigned int in_size, out_size; /* bytes per element */
