@@ -592,6 +592,25 @@ static void print_timing(const json_t *result)
 }
 
 /*
+ * result.launch: the grid as launched (a persistent kernel's is cut to
+ * what fits), and the waves of work units it took, which explain most
+ * of the gaps between cluster shapes.
+ */
+static void print_launch(const json_t *result)
+{
+	const json_t *l = json_object_get(result, "launch");
+	char grid[48], clusters[32], fit[32];
+	double waves;
+
+	if (!jnum(l, "waves", &waves))
+		return;
+	field("waves:", "%g on %s clusters (%s fit at once), grid %s", waves,
+	      int_text(l, "clusters", clusters, sizeof(clusters)),
+	      int_text(l, "clusters_resident", fit, sizeof(fit)),
+	      dims(json_object_get(l, "grid"), grid, sizeof(grid)));
+}
+
+/*
  * A mismatch's value as text.  gemmd writes null for a value that is not
  * finite; bad names it (see bad_got_name()).
  */
@@ -779,6 +798,7 @@ static void print_result(const json_t *job)
 
 	if (json_is_object(result)) {
 		print_timing(result);
+		print_launch(result);
 		print_baseline(result);
 	} else if (!strcmp(state, "queued") || !strcmp(state, "running")) {
 		field("result:", "pending");
