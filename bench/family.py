@@ -41,7 +41,9 @@ round to round.
 With --order separate (the default) each job pauses --cooldown-ms,
 times ours, pauses again and times cuBLAS; with --order interleaved it alternates
 chunks of their samples.  The table, printed last, also names cuBLAS's
-kernel (tile, stages, cluster, split-K), and TF/W: TFLOP/s per watt of
+kernel (tile, stages, cluster, split-K), gives our launch as
+waves/cl/fit (result.launch: the busiest cluster's work units, the
+clusters launched, how many fit at once), and TF/W: TFLOP/s per watt of
 ours and of cuBLAS (the job's telemetry: NVML's instant power over the
 samples, flushes included; medians over the rounds), which decides the
 clock wherever the power cap binds; on small jobs the idle flushes
@@ -213,6 +215,7 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
         "baseline": r.get("baseline"),
         "speedup": r.get("speedup_vs_baseline"),
         "plan": j.get("plan") or {},
+        "launch": r.get("launch") or {},
         "error": (j.get("error") or {}).get("message")
         or ((j.get("error") or {}).get("error") or {}).get("message"),
     }
@@ -389,13 +392,23 @@ def ceiling_cell(r, dtype, ceil):
     return "%.1f%%" % (100.0 * r["tflops"] / c) if c else "-"
 
 
+def waves_cell(r):
+    """'waves/clusters/fit' of a run's launch (result.launch), or '-'."""
+    la = r.get("launch") or {}
+    if la.get("waves") is None:
+        return "-"
+    return "%g/%s/%s" % (round(la["waves"], 2), la.get("clusters", "-"),
+                         la.get("clusters_resident") or "-")
+
+
 def print_table(table, ceil=None):
     if ceil:
         print("ceiling (bench/ceiling, wgmmas alone at the cap): %s" % ", ".join(
             "%s %.1f TFLOP/s" % (d, t) for d, t in sorted(ceil.items())))
-    print("%-17s %-5s %-46s %8s %8s %7s %13s %9s %6s %7s %s" % (
+    print("%-17s %-5s %-46s %8s %8s %7s %13s %9s %6s %7s %11s %s" % (
         "shape", "dtype", "best config", "TFLOP/s", "cuBLAS", "ratio",
-        "round ratios", "TF/W", "verify", "of ceil", "cuBLAS kernel"))
+        "round ratios", "TF/W", "verify", "of ceil", "waves/cl/fit",
+        "cuBLAS kernel"))
     for shape, dtype, d, r in table:
         if not r or r["state"] != "done":
             print("%-17s %-5s %-46s %s" % (shape, dtype, d,
@@ -405,12 +418,13 @@ def print_table(table, ceil=None):
         lo, hi = r.get("spread", (0.0, 0.0))
         # Without a baseline round, merge_rounds() leaves ours alone.
         tfw = r.get("tfw_pair", (r.get("tfw"), None))
-        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %7s %s"
+        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %7s %11s %s"
               % (shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
                  r["speedup"] or 0.0, lo, hi,
                  "/".join("%.2f" % x if x is not None else "-" for x in tfw),
                  "pass" if r["verify"] else "FAIL",
-                 ceiling_cell(r, dtype, ceil), r.get("lt_kernel", "-")))
+                 ceiling_cell(r, dtype, ceil), waves_cell(r),
+                 r.get("lt_kernel", "-")))
 
 
 def ceiling(path, dtypes, rest_ms):
