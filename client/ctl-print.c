@@ -1079,6 +1079,25 @@ static void num_cell(struct table *t, size_t row, size_t col, const json_t *obj,
 		table_set(t, row, col, "-");
 }
 
+/*
+ * result.launch's waves, and in brackets the clusters launched of those
+ * that fit at once: "4 (64/66)"; "-" without a launch.
+ */
+static void waves_cell(struct table *t, size_t row, size_t col,
+		       const json_t *launch)
+{
+	char clusters[32], fit[32];
+	double waves;
+
+	if (!jnum(launch, "waves", &waves)) {
+		table_set(t, row, col, "-");
+		return;
+	}
+	table_set(t, row, col, "%g (%s/%s)", waves,
+		  int_text(launch, "clusters", clusters, sizeof(clusters)),
+		  int_text(launch, "clusters_resident", fit, sizeof(fit)));
+}
+
 static void rank_row(struct table *t, size_t row, const json_t *e)
 {
 	char buf[32];
@@ -1087,20 +1106,22 @@ static void rank_row(struct table *t, size_t row, const json_t *e)
 	num_cell(t, row, 1, e, "tflops", 1, "");
 	num_cell(t, row, 2, e, "median_us", 1, "");
 	knob_cells(t, row, 3, e);
-	table_set(t, row, 8, "%s", ctl_jstr(e, "verify") ?: "-");
+	waves_cell(t, row, 8, json_object_get(e, "launch"));
+	table_set(t, row, 9, "%s", ctl_jstr(e, "verify") ?: "-");
 	/* only in the table when the base job has a baseline */
-	if (t->ncols > 9)
-		num_cell(t, row, 9, e, "speedup_vs_baseline", 3, "x");
+	if (t->ncols > 10)
+		num_cell(t, row, 10, e, "speedup_vs_baseline", 3, "x");
 }
 
 int ctl_print_tune_ranking(const json_t *entries, bool speedup)
 {
 	static const char *const head[] = {
-		"RANK",	  "TFLOP/s", "MEDIAN_US", "SCHEDULE", "TILE",
-		"STAGES", "CLUSTER", "EPILOGUE",  "VERIFY",   "SPEEDUP",
+		"RANK",	 "TFLOP/s", "MEDIAN_US", "SCHEDULE",
+		"TILE",	 "STAGES",  "CLUSTER",	 "EPILOGUE",
+		"WAVES", "VERIFY",  "SPEEDUP",
 	};
 	struct table t = { .head = head,
-			   .align = "rrrllrllll",
+			   .align = "rrrllrlllll",
 			   .ncols = ARRAY_SIZE(head) - !speedup };
 
 	return print_rows(&t, entries, "no candidate ran", rank_row);

@@ -899,14 +899,14 @@ static json_t *plan_of(const struct cand *c)
 static json_t *ranked_entry(const struct cand *c, size_t rank)
 {
 	return json_pack(
-		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?}", "rank",
-		(json_int_t)rank, "kernel", c->kernel, "id", c->id, "state",
-		ctl_jstr(c->job, "state"), "tflops",
+		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?}",
+		"rank", (json_int_t)rank, "kernel", c->kernel, "id", c->id,
+		"state", ctl_jstr(c->job, "state"), "tflops",
 		result_member(c->job, "tflops"), "median_us",
 		json_object_get(result_member(c->job, "timing"), "median_us"),
 		"verify", ctl_job_verdict(c->job), "speedup_vs_baseline",
-		result_member(c->job, "speedup_vs_baseline"), "plan",
-		plan_of(c));
+		result_member(c->job, "speedup_vs_baseline"), "launch",
+		result_member(c->job, "launch"), "plan", plan_of(c));
 }
 
 /* Why c did not make the ranking, for people. */
