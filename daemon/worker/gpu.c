@@ -1280,7 +1280,10 @@ static int run_grid(struct run *r)
 
 	memcpy(r->grid, p->grid, sizeof(r->grid));
 	if (!p->persistent) {
-		if (!run_resident(r, &n) && n > 0)
+		/* Only reported: a failed question leaves no message behind. */
+		if (run_resident(r, &n) || n <= 0)
+			r->err[0] = '\0';
+		else
 			r->resident = (unsigned int)n;
 		return 0;
 	}
