@@ -1455,9 +1455,10 @@ int run_launch_ours(struct run *r)
 /* ---- the job: gpu_run() -------------------------------------------------- */
 
 /*
- * The launch as it ran, for the result: a persistent kernel's grid is cut.  waves: the work units of the busiest cluster,
- * ceil(units / clusters at work at once); stream-K evens its clusters'
- * shares out, units / clusters each.
+ * The launch as it ran, for the result: a persistent kernel's grid is
+ * cut.  waves: the work units of the busiest cluster, ceil(units /
+ * clusters at work at once); stream-K evens its clusters' shares out,
+ * units / clusters each.
  */
 static void run_launch_report(const struct run *r, struct gemm_launch *l)
 {
