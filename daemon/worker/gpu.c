@@ -955,6 +955,7 @@ static const struct {
 	{ "placement_skew", GEMMD_FAULT_PLACEMENT_SKEW,
 	  "a GPC map that puts every SM in one group" },
 	{ "sticky_error", 0, NULL },
+	{ "job_error", 0, NULL },
 };
 
 static int run_fault(struct run *r)
@@ -972,7 +973,7 @@ static int run_fault(struct run *r)
 		return run_invalid(r,
 				   "GEMMD_FAULT=%s: no such fault (known: "
 				   "early_release, placement_skew, "
-				   "sticky_error)",
+				   "sticky_error, job_error)",
 				   f);
 	r->fault = faults[i].bit;
 	if (!r->fault)
@@ -982,6 +983,21 @@ static int run_fault(struct run *r)
 			    "test carries %s",
 			    f, faults[i].what);
 	told = true;
+	return 0;
+}
+
+/*
+ * GEMMD_FAULT=job_error (tests/gpu-cache.test): a job labelled
+ * "job_error" fails once its launches have run, with the context intact,
+ * as a job does when cuBLASLt or the driver refuses something part way.
+ */
+static int run_fault_error(struct run *r)
+{
+	const char *f = getenv("GEMMD_FAULT");
+
+	if (f && !strcmp(f, "job_error") &&
+	    !strcmp(r->spec->label, "job_error"))
+		return run_invalid(r, "GEMMD_FAULT=job_error: injected");
 	return 0;
 }
 
@@ -1551,9 +1567,10 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 		run_rates(&r, ret);
 	if (!e && spec->baseline != GEMM_BASELINE_NONE)
 		e = run_baseline_report(&r, ret);
-	/* A job that failed part way is not checked: what it kept goes. */
+	if (!e)
+		e = run_fault_error(&r);
 	if (r.current && !r.sticky && e)
-		inputs_drop(g);
+		run_check_kept_failed(&r);
 	else if (r.current && !r.sticky)
 		e = run_check_kept(&r, &ret->inputs.intact);
 	if (!e)

@@ -37,7 +37,8 @@
  * fraction of a millisecond.  Nothing else runs on the worker's GPU in
  * between, so one that changed was written by this job's launches: the
  * job says so (result.inputs.intact) and the set is dropped.  A job that
- * fails part way drops it unchecked.  After a sticky error nothing is
+ * fails part way with its context intact is checked the same way, and
+ * what it left half made is freed.  After a sticky error nothing is
  * trusted, nor freed (the worker exits).
  */
 
@@ -378,6 +379,41 @@ int run_check_kept(struct run *r, bool *ret_intact)
 	if (!*ret_intact)
 		inputs_drop(r->g);
 	return 0;
+}
+
+/*
+ * Free the buffers that hold nothing valid: what a failed job left half
+ * made, or a reference buffer it took for other terms.  Everything goes
+ * without A and B, which the rest was made from.
+ */
+static void cache_free_invalid(struct gpu *g)
+{
+	const struct gpu_cache *c = &g->cache;
+
+	if (!c->ab_valid) {
+		inputs_drop(g);
+		return;
+	}
+	if (!c->c_valid)
+		cache_free(g, SLOT_C);
+	if (!c->ref_valid)
+		cache_free(g, SLOT_REF);
+}
+
+void run_check_kept_failed(struct run *r)
+{
+	char scratch[256];
+	char *const err = r->err;
+	const size_t errlen = r->errlen;
+	bool intact;
+
+	/* The job's error is the one to report, not the check's. */
+	r->err = scratch;
+	r->errlen = sizeof(scratch);
+	if (!run_check_kept(r, &intact))
+		cache_free_invalid(r->g);
+	r->err = err;
+	r->errlen = errlen;
 }
 
 int run_buffers(struct run *r)

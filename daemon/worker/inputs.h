@@ -33,8 +33,17 @@ int run_ref_keep(struct run *r);
  */
 int run_check_kept(struct run *r, bool *ret_intact);
 
+/*
+ * The same after a job that failed part way, its context intact (an
+ * allocation, a launch or cuBLASLt refused): what is intact stays for
+ * the next job, so that one failed configuration in a sweep does not
+ * cost the rest their inputs and reference.  The job's error in r->err
+ * is left as it was.
+ */
+void run_check_kept_failed(struct run *r);
+
 /* Where the inputs came from, for the result. */
 void run_inputs_report(const struct run *r, struct gemm_inputs *in);
 
-/* Free all that is kept (a job that failed, or the GPU closing). */
+/* Free all that is kept (the GPU closing). */
 void inputs_drop(struct gpu *g);

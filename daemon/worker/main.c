@@ -19,7 +19,11 @@
  *   GEMMD_LOG_LEVEL         "debug" logs debug messages too
  *   GEMMD_FAULT             tests only: "early_release" runs every launch
  *                           of the kernel under test with that deliberate
- *                           pipeline bug (gemm_args.fault); any other
+ *                           pipeline bug (gemm_args.fault), and
+ *                           "placement_skew" with a skewed GPC map;
+ *                           "sticky_error" and "job_error" fail a job
+ *                           labelled so, with a sticky error or one that
+ *                           leaves the context usable; any other
  *                           non-empty value fails each job
  */
 #include <errno.h>
