@@ -230,9 +230,97 @@ static void refuse_queue_full(struct api *api, struct http_request *req)
 	http_respond_error_retry(req, &err, QUEUE_FULL_RETRY_SEC);
 }
 
+/*
+ * Idempotency-Key (the IETF httpapi draft): a client that lost the
+ * answer to a POST (a timeout, a dropped connection) sends it again with
+ * the same key and gets the job it made, not a second one.  A key is 1 to
+ * JOB_KEY_MAX visible ASCII characters other than '"' and '\'; the
+ * draft's quoted form is taken without its quotes.
+ */
+static bool key_char_ok(char c)
+{
+	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\';
+}
+
+static int parse_key(struct http_request *req, char *key,
+		     struct gemmd_error *err)
+{
+	const char *v = http_request_header(req, "Idempotency-Key");
+	size_t len, i;
+
+	key[0] = '\0';
+	if (!v)
+		return 0;
+	len = strlen(v);
+	if (len >= 2 && v[0] == '"' && v[len - 1] == '"') {
+		v++;
+		len -= 2;
+	}
+	if (!len || len > JOB_KEY_MAX)
+		goto bad;
+	for (i = 0; i < len; i++)
+		if (!key_char_ok(v[i]))
+			goto bad;
+	memcpy(key, v, len);
+	key[len] = '\0';
+	return 0;
+bad:
+	return gemmd_error_set(err, 400, "invalid_value", "Idempotency-Key",
+			       "'Idempotency-Key' must be 1..%d visible ASCII "
+			       "characters, without '\"' or '\\'",
+			       JOB_KEY_MAX);
+}
+
+/*
+ * The kept job made under this key, in *ret, when it is the same job:
+ * the spec as parsed, defaults and all, equal to its own.  It is answered
+ * before anything that could refuse it now (a full queue, a GPU out of
+ * service), since it was accepted.  Another job under the key is the
+ * client's error.
+ */
+static int find_replay(struct api *api, const char *key,
+		       const struct gemm_spec *spec, struct job **ret,
+		       struct gemmd_error *err)
+{
+	struct job *job = job_store_find_key(api->jobs, key);
+	json_t *was, *now;
+	int same;
+
+	*ret = NULL;
+	if (!job)
+		return 0;
+	was = spec_to_json(&job->spec);
+	now = spec_to_json(spec);
+	same = was && now ? json_equal(was, now) : -1;
+	json_decref(was);
+	json_decref(now);
+	if (same < 0)
+		return gemmd_error_set(err, 500, "internal", NULL,
+				       "out of memory");
+	if (!same)
+		return gemmd_error_set(err, 422, "idempotency_key_reused",
+				       "Idempotency-Key",
+				       "Idempotency-Key \"%s\" belongs to job "
+				       "%s, which has another spec",
+				       key, job->id);
+	*ret = job;
+	return 0;
+}
+
+/* A POST's answer: the job, held until it ends if the client waits. */
+static void answer_post(struct api *api, struct http_request *req,
+			const struct job *job, unsigned int wait)
+{
+	if (wait && !job_state_is_final(job->state) &&
+	    hold_request(api, req, job, wait, true) == 0)
+		return;
+	respond_job(req, job, true);
+}
+
 static void post_job(struct api *api, struct http_request *req)
 {
 	unsigned int wait, retry_sec = 0;
+	char key[JOB_KEY_MAX + 1];
 	struct gemmd_error err;
 	struct device_limits lim;
 	struct gemm_spec spec;
@@ -245,8 +333,19 @@ static void post_job(struct api *api, struct http_request *req)
 	if (parse_wait(api, req, &wait) < 0)
 		return;
 	body = http_request_body(req, &len);
-	if (spec_parse(body, len, &spec, &err) < 0 ||
-	    check_device(api, &spec, &lim, &err, &retry_sec) < 0 ||
+	if (parse_key(req, key, &err) < 0 ||
+	    spec_parse(body, len, &spec, &err) < 0 ||
+	    find_replay(api, key, &spec, &job, &err) < 0) {
+		http_respond_error(req, &err);
+		return;
+	}
+	if (job) {
+		log_debug("job %s: the same POST again (Idempotency-Key)",
+			  job->id);
+		answer_post(api, req, job, wait);
+		return;
+	}
+	if (check_device(api, &spec, &lim, &err, &retry_sec) < 0 ||
 	    plan_resolve(api->catalog, &spec, &lim, &plan, &err) < 0) {
 		http_respond_error_retry(req, &err, retry_sec);
 		return;
@@ -261,6 +360,7 @@ static void post_job(struct api *api, struct http_request *req)
 				    "cannot create job: %s", strerror(-r));
 		return;
 	}
+	snprintf(job->key, sizeof(job->key), "%s", key);
 	job->plan = plan;
 	job->planned = true;
 	if (spec.dry_run)
@@ -269,10 +369,7 @@ static void post_job(struct api *api, struct http_request *req)
 	else
 		workers_kick(api->workers);
 	log_debug("job %s: %s", job->id, job_state_to_string(job->state));
-	if (wait && !job_state_is_final(job->state) &&
-	    hold_request(api, req, job, wait, true) == 0)
-		return;
-	respond_job(req, job, true);
+	answer_post(api, req, job, wait);
 }
 
 /*

@@ -95,6 +95,12 @@ const char *http_request_query(const struct http_request *req, const char *key)
 					   key);
 }
 
+const char *http_request_header(const struct http_request *req,
+				const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 const char *http_request_body(const struct http_request *req, size_t *len)
 {
 	*len = req->len;

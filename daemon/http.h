@@ -47,6 +47,9 @@ const char *http_server_address(const struct http_server *s);
 const char *http_request_method(const struct http_request *req);
 const char *http_request_path(const struct http_request *req);
 const char *http_request_query(const struct http_request *req, const char *key);
+/* A request header's value (names match in any case), or NULL. */
+const char *http_request_header(const struct http_request *req,
+				const char *name);
 const char *http_request_body(const struct http_request *req, size_t *len);
 bool http_request_resumed(const struct http_request *req);
 

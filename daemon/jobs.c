@@ -180,6 +180,21 @@ struct job *job_store_find(struct job_store *s, const char *id)
 	return NULL;
 }
 
+struct job *job_store_find_key(struct job_store *s, const char *key)
+{
+	struct list_head *pos;
+
+	if (!*key)
+		return NULL;
+	list_for_each(pos, &s->jobs) {
+		struct job *job = list_entry(pos, struct job, all);
+
+		if (strcmp(job->key, key) == 0)
+			return job;
+	}
+	return NULL;
+}
+
 /* Whether the job names this device; -1 for one that names none. */
 static bool job_names(const struct job *job, int device)
 {
@@ -278,10 +293,11 @@ json_t *job_to_json(const struct job *job)
 
 	snprintf(self, sizeof(self), "/v1/jobs/%s", job->id);
 	return json_pack(
-		"{s:s, s:s, s:o, s:o, s:o, s:O?, s:O?, s:I, s:o, s:o,"
+		"{s:s, s:o, s:s, s:o, s:o, s:o, s:O?, s:O?, s:I, s:o, s:o,"
 		" s:o, s:{s:s}}",
-		"id", job->id, "state", job_state_to_string(job->state),
-		"reason",
+		"id", job->id, "idempotency_key",
+		job->key[0] ? json_string(job->key) : json_null(), "state",
+		job_state_to_string(job->state), "reason",
 		job->reason[0] ? json_string(job->reason) : json_null(), "spec",
 		spec_to_json(&job->spec), "plan",
 		job->planned ? plan_to_json(&job->plan) : json_null(), "device",

@@ -27,9 +27,12 @@ enum job_state {
 };
 
 #define JOB_ID_LEN 16
+/* The longest Idempotency-Key a client may give a job. */
+#define JOB_KEY_MAX 255
 
 struct job {
 	char id[JOB_ID_LEN + 1];
+	char key[JOB_KEY_MAX + 1]; /* the client's Idempotency-Key, or "" */
 	enum job_state state;
 	char reason[512];
 	struct gemm_spec spec;
@@ -63,6 +66,8 @@ void job_store_set_notify(struct job_store *s, job_changed_fn fn,
 int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 		  struct job **ret);
 struct job *job_store_find(struct job_store *s, const char *id);
+/* The kept job created with this Idempotency-Key (not ""), or NULL. */
+struct job *job_store_find_key(struct job_store *s, const char *key);
 
 /* The oldest queued job that may run on this device index, or NULL. */
 struct job *job_store_next_for(struct job_store *s, int device);

@@ -126,6 +126,16 @@ stop_gemmd() {
 	return 0
 }
 
+# http_with HEADER METHOD PATH BODY: http with one more request header,
+# "Name: value" (or "Name;" for an empty value).
+http_with() {
+	curl -sS -o "$TEST_TMP/body" -w '%{http_code}' -X "$2" \
+		-H 'Content-Type: application/json' -H "$1" \
+		--data-binary "$4" "$GEMMD_URL$3" >"$TEST_TMP/status" ||
+		fail "curl $2 $3"
+	cat "$TEST_TMP/body"
+}
+
 # http METHOD PATH [BODY]: prints the body; the status goes to a file
 # because callers run it in a $(...) subshell.
 http() {

@@ -268,6 +268,38 @@ static void test_pages(void)
 	job_store_free(s);
 }
 
+/* A job is found by its Idempotency-Key while kept; "" is no key. */
+static void test_keys(void)
+{
+	struct job_store *s = job_store_new(10, 1, 600);
+	struct gemm_spec spec = spec_for(-1);
+	struct job *a, *b, *c;
+	json_t *j;
+
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	snprintf(a->key, sizeof(a->key), "sweep-7/0");
+	CHECK(job_store_find_key(s, "sweep-7/0") == a);
+	CHECK(job_store_find_key(s, "sweep-7/1") == NULL);
+	/* b has no key, and "" finds nothing */
+	CHECK(job_store_find_key(s, "") == NULL);
+	j = job_to_json(a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "idempotency_key")),
+		    "sweep-7/0");
+	json_decref(j);
+	j = job_to_json(b);
+	CHECK(json_is_null(json_object_get(j, "idempotency_key")));
+	json_decref(j);
+	/* past max-kept (1) the key goes with its job */
+	job_finish(s, a, JOB_DONE, NULL, NULL);
+	job_finish(s, b, JOB_DONE, NULL, NULL);
+	CHECK(job_store_find_key(s, "sweep-7/0") == NULL);
+	CHECK_EQ_INT(job_store_add(s, &spec, &c), 0);
+	snprintf(c->key, sizeof(c->key), "sweep-7/0");
+	CHECK(job_store_find_key(s, "sweep-7/0") == c);
+	job_store_free(s);
+}
+
 static void test_state_names(void)
 {
 	CHECK_STREQ(job_state_to_string(JOB_TIMEOUT), "timeout");
@@ -287,6 +319,7 @@ int main(void)
 	RUN_TEST(test_dry_run_full_queue);
 	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_pages);
+	RUN_TEST(test_keys);
 	RUN_TEST(test_state_names);
 	return check_exit();
 }
