@@ -231,7 +231,18 @@ static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
 	return cc == CURLE_OK ? 0 : -ENOMEM;
 }
 
-static struct curl_slist *make_headers(bool has_body)
+bool ctl_key_valid(const char *key)
+{
+	size_t i;
+
+	for (i = 0; key[i]; i++)
+		if (key[i] < 0x21 || key[i] > 0x7e || key[i] == '"' ||
+		    key[i] == '\\')
+			return false;
+	return i >= 1 && i <= 255;
+}
+
+static struct curl_slist *make_headers(bool has_body, const char *key)
 {
 	static const char *const lines[] = {
 		"Accept: application/json",
@@ -241,16 +252,25 @@ static struct curl_slist *make_headers(bool has_body)
 	};
 	struct curl_slist *list = NULL, *next;
 	size_t i, n = has_body ? 3 : 1;
+	char *line = NULL;
 
 	for (i = 0; i < n; i++) {
 		next = curl_slist_append(list, lines[i]);
-		if (!next) {
-			curl_slist_free_all(list);
-			return NULL;
-		}
+		if (!next)
+			goto fail;
 		list = next;
 	}
-	return list;
+	if (!key)
+		return list;
+	if (asprintf(&line, "Idempotency-Key: %s", key) < 0)
+		goto fail;
+	next = curl_slist_append(list, line);
+	free(line);
+	if (next)
+		return next;
+fail:
+	curl_slist_free_all(list);
+	return NULL;
 }
 
 static char *join_url(const char *base, const char *path)
@@ -287,7 +307,7 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 	if (!curl)
 		goto out;
 	url = join_url(h->url, path);
-	headers = make_headers(body != NULL);
+	headers = make_headers(body != NULL, h->idempotency_key);
 	if (!url || !headers)
 		goto out;
 	r = set_common(curl, url, headers, timeout_s, errbuf, &sink);

@@ -16,10 +16,13 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctl-print.h"
 #include "ctl-tune.h"
@@ -27,6 +30,13 @@
 
 #define BACKOFF_MIN_S 1L
 #define BACKOFF_MAX_S 30L
+/*
+ * A candidate's POST that got no answer (a timeout, a dropped
+ * connection) is sent again this many times, 1, 2 and 4 s apart, with
+ * the same Idempotency-Key: gemmd answers with the job if the first one
+ * made it, so the candidate runs once either way.
+ */
+#define LOST_POSTS_MAX 3
 /* The longest a GET holds on a job while no other job needs a look. */
 #define HOLD_MAX_S 30L
 /* The stage counts a job may ask for (README: outside them, a 400). */
@@ -47,6 +57,7 @@ struct cand {
 	json_t *plan; /* the dry run's */
 	json_t *error; /* gemmd's error object */
 	json_t *job; /* the job as it ended */
+	unsigned int lost; /* POSTs of it that got no answer */
 	char *id;
 	const char *why;
 };
@@ -59,6 +70,7 @@ struct tune {
 	json_t *spec; /* the base as gemmd resolved it, defaults filled in */
 	struct cand *cands;
 	size_t n, alloc;
+	char sweep_id[17]; /* in each candidate's Idempotency-Key */
 	/* the sweep: cands[0..next) have been through submit() */
 	size_t next, inflight, max_inflight;
 	double deadline, retry_at; /* CLOCK_MONOTONIC s; deadline 0: none */
@@ -148,9 +160,9 @@ static char *job_body(const struct tune *t, json_t *kernel, bool dry_run)
  * with no ID to cancel it by.  It is not held, so --timeout bounds it.
  */
 static int post_job(struct tune *t, json_t *kernel, bool dry_run,
-		    struct ctl_reply *reply)
+		    const char *key, struct ctl_reply *reply)
 {
-	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL };
+	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL, key };
 	char *body = job_body(t, kernel, dry_run);
 	int r;
 
@@ -276,7 +288,7 @@ static int check_base(struct tune *t)
 	json_t *job = NULL;
 	int r;
 
-	r = post_job(t, NULL, true, &reply);
+	r = post_job(t, NULL, true, NULL, &reply);
 	if (r < 0)
 		return ctl_transport_exit(r);
 	r = CTL_EXIT_ERROR;
@@ -515,7 +527,7 @@ static int dry_run(struct tune *t, struct cand *c)
 	json_t *job = NULL;
 	int r;
 
-	r = post_job(t, c->kernel, true, &reply);
+	r = post_job(t, c->kernel, true, NULL, &reply);
 	if (r < 0)
 		return ctl_transport_exit(r);
 	if (is_2xx(&reply))
@@ -587,19 +599,47 @@ static void back_off(struct tune *t, const struct ctl_reply *reply,
 	fputc('\n', stderr);
 }
 
+/* Whether a failed request may have reached gemmd and lost its answer. */
+static bool answer_lost(int r)
+{
+	return r != -EINVAL && r != -ENOMEM && r != -EFBIG && r != -EINTR;
+}
+
+/* The candidate's POST goes again at t->retry_at, under the same key. */
+static void resend_later(struct tune *t, struct cand *c, const char *key)
+{
+	long delay = 1L << c->lost;
+
+	c->lost++;
+	t->retry_at = now_s() + (double)delay;
+	ctl_print_text(stderr,
+		       "gemmctl: tune: no answer to POST /v1/jobs; sending it "
+		       "again in %ld s with Idempotency-Key %s",
+		       delay, key);
+	fputc('\n', stderr);
+}
+
 /*
  * Submits candidate c.  Returns 0 when it is in flight or has failed, 1
- * when gemmd has no room for it now (try again at t->retry_at), -1 when
- * the sweep cannot go on (t->status says how, and it has been reported).
+ * when gemmd has no room for it now or its POST got no answer (try again
+ * at t->retry_at), -1 when the sweep cannot go on (t->status says how,
+ * and it has been reported).
  */
 static int submit(struct tune *t, struct cand *c)
 {
 	struct ctl_reply reply = {};
 	json_t *job = NULL, *error = NULL;
 	const char *code;
+	char key[64];
 	int r;
 
-	r = post_job(t, c->kernel, false, &reply);
+	snprintf(key, sizeof(key), "gemmctl-tune-%s-%zu", t->sweep_id,
+		 (size_t)(c - t->cands));
+	r = post_job(t, c->kernel, false, key, &reply);
+	if (r < 0 && answer_lost(r) && c->lost < LOST_POSTS_MAX) {
+		resend_later(t, c, key);
+		return 1;
+	}
 	if (r < 0) {
 		t->status = ctl_transport_exit(r);
 		return -1;
@@ -770,7 +810,11 @@ static void give_up(struct tune *t)
 		if (t->cands[i].state != CAND_VALID)
 			continue;
 		t->cands[i].state = CAND_FAILED;
-		t->cands[i].why = "not run: --wait ran out";
+		t->cands[i].why = t->cands[i].lost ?
+					  "not run: --wait ran out after a "
+					  "POST got no answer (its job may "
+					  "exist: see its Idempotency-Key)" :
+					  "not run: --wait ran out";
 	}
 	t->next = t->n;
 	fprintf(stderr,
@@ -814,6 +858,21 @@ static int sweep_loop(struct tune *t)
 	}
 }
 
+/* 64 random bits: one sweep's keys never meet another's on a gemmd. */
+static void make_sweep_id(struct tune *t)
+{
+	struct timespec ts;
+	uint64_t x;
+
+	if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		x ^= (uint64_t)getpid() << 40;
+	}
+	snprintf(t->sweep_id, sizeof(t->sweep_id), "%016llx",
+		 (unsigned long long)x);
+}
+
 /*
  * Runs the valid candidates, at most max_inflight queued or running at
  * once.  SIGINT (once: a second one kills) cancels what is in flight.
@@ -829,6 +888,12 @@ static int sweep(struct tune *t)
 	if (r != CTL_EXIT_OK)
 		return r;
 	t->backoff_s = BACKOFF_MIN_S;
+	make_sweep_id(t);
+	if (t->opts->verbose)
+		fprintf(stderr,
+			"gemmctl: tune: candidate N is sent with "
+			"Idempotency-Key gemmctl-tune-%s-N\n",
+			t->sweep_id);
 	if (t->opts->wait_s)
 		t->deadline = now_s() + (double)t->opts->wait_s;
 	interrupted = 0;

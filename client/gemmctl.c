@@ -55,9 +55,11 @@ static void usage(FILE *f)
 		"Submit GEMM benchmark jobs to gemmd and read their results.\n"
 		"\n"
 		"Commands:\n"
-		"  submit FILE [--wait [SEC]]  submit the job in FILE ('-' for stdin); with\n"
+		"  submit FILE [--wait [SEC]] [--key KEY]\n"
+		"                              submit the job in FILE ('-' for stdin); with\n"
 		"                              --wait, wait up to SEC s (default 600, at\n"
-		"                              most 3600) for it\n"
+		"                              most 3600) for it; --key sends KEY as its\n"
+		"                              Idempotency-Key\n"
 		"  status ID                   show a job\n"
 		"  list [--state STATE]        list jobs, optionally in one state\n"
 		"  cancel ID                   cancel a job\n"
@@ -284,8 +286,18 @@ static int show(int r)
 
 /* --- submit --------------------------------------------------------------- */
 
+static int set_key(const char *v, const char **ret_key)
+{
+	if (!ctl_key_valid(v))
+		return usage_error("submit: invalid --key '%s': 1..255 visible "
+				   "ASCII characters, without '\"' or '\\'",
+				   v);
+	*ret_key = v;
+	return 0;
+}
+
 static int parse_submit(int argc, char **argv, const char **ret_file,
-			long *ret_wait)
+			long *ret_wait, const char **ret_key)
 {
 	bool opts = true;
 	int i;
@@ -295,6 +307,14 @@ static int parse_submit(int argc, char **argv, const char **ret_file,
 
 		if (opts && !strcmp(a, "--")) {
 			opts = false;
+		} else if (opts && !strcmp(a, "--key")) {
+			if (i + 1 == argc)
+				return usage_error("submit: --key needs a key");
+			if (set_key(argv[++i], ret_key) < 0)
+				return -EINVAL;
+		} else if (opts && !strncmp(a, "--key=", 6)) {
+			if (set_key(a + 6, ret_key) < 0)
+				return -EINVAL;
 		} else if (opts && !strcmp(a, "--wait")) {
 			/* The number is optional: take the next word if it is one. */
 			*ret_wait = DEFAULT_WAIT_S;
@@ -418,7 +438,7 @@ static int read_job(const char *file, char **ret, size_t *ret_len)
 
 static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 {
-	const char *file = NULL;
+	const char *file = NULL, *key = NULL;
 	long wait_s = -1;
 	json_t *job = NULL;
 	char path[64];
@@ -426,8 +446,9 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 	size_t len = 0;
 	int r;
 
-	if (parse_submit(argc, argv, &file, &wait_s) < 0)
+	if (parse_submit(argc, argv, &file, &wait_s, &key) < 0)
 		return CTL_EXIT_USAGE;
+	ctl->http.idempotency_key = key;
 	if (read_job(file, &buf, &len) < 0)
 		return CTL_EXIT_ERROR;
 	if (wait_s >= 0)

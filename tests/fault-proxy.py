@@ -13,6 +13,10 @@ in the order the jobs are first polled:
                 gemmd, say)
   pass          leave it alone
 
+A RULE of drop_post:N spoils the Nth POST /v1/jobs that is not a dry run
+(from 1) instead: gemmd gets it and makes the job, and the client gets
+no answer, its connection closed, as when a network drops a reply.
+
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
 It listens on a free port of 127.0.0.1, writes the port to PORT_FILE and
@@ -37,7 +41,9 @@ class Proxy(http.server.ThreadingHTTPServer):
     def __init__(self, upstream, rules):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
-        self.rules = list(rules)
+        self.rules = [r for r in rules if not r.startswith("drop_post:")]
+        self.drops = {int(r[10:]) for r in rules if r.startswith("drop_post:")}
+        self.posts = 0
         self.polled = {}  # job id -> its rule, in first-poll order
         self.lock = threading.Lock()
 
@@ -61,13 +67,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def upstream(self, path):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else None
+    def drop_post(self, body):
+        """Whether this request is a POST of a job whose answer to drop."""
+        if self.command != "POST" or not self.path.startswith("/v1/jobs"):
+            return False
+        try:
+            if json.loads(body or b"{}").get("dry_run"):
+                return False
+        except ValueError:
+            return False
+        with self.server.lock:
+            self.server.posts += 1
+            return self.server.posts in self.server.drops
+
+    def upstream(self, path, body):
         req = urllib.request.Request(self.server.upstream + path,
                                      data=body, method=self.command)
-        if self.headers.get("Content-Type"):
-            req.add_header("Content-Type", self.headers["Content-Type"])
+        for k in ("Content-Type", "Idempotency-Key"):
+            if self.headers.get(k):
+                req.add_header(k, self.headers[k])
         try:
             with urllib.request.urlopen(req, timeout=900) as r:
                 return r.status, r.headers, r.read()
@@ -84,10 +102,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def handle_any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        if self.drop_post(body):
+            status, _, reply = self.upstream(self.path, body)
+            job = json.loads(reply).get("id") if status < 300 else None
+            print("fault-proxy: %s %s -> dropped (%d, job %s)" %
+                  (self.command, self.path, status, job),
+                  file=sys.stderr, flush=True)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         rule = self.server.rule_for(self.path)
         if rule.startswith("status:"):
-            n = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(n)
             print("fault-proxy: %s %s -> %s" % (self.command, self.path,
                                                 rule[7:]),
                   file=sys.stderr, flush=True)
@@ -96,7 +123,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path
         if rule.startswith("state:"):
             path = re.sub(r"wait=[0-9]+", "wait=0", path)
-        status, headers, body = self.upstream(path)
+        status, headers, body = self.upstream(path, body)
         if rule.startswith("state:") and status == 200:
             job = json.loads(body)
             print("fault-proxy: %s %s: state %s -> %s" %
