@@ -242,11 +242,23 @@ static bool key_char_ok(char c)
 	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\';
 }
 
+static bool key_ok(const char *v, size_t len)
+{
+	size_t i;
+
+	if (!len || len > JOB_KEY_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!key_char_ok(v[i]))
+			return false;
+	return true;
+}
+
 static int parse_key(struct http_request *req, char *key,
 		     struct gemmd_error *err)
 {
 	const char *v = http_request_header(req, "Idempotency-Key");
-	size_t len, i;
+	size_t len;
 
 	key[0] = '\0';
 	if (!v)
@@ -256,19 +268,16 @@ static int parse_key(struct http_request *req, char *key,
 		v++;
 		len -= 2;
 	}
-	if (!len || len > JOB_KEY_MAX)
-		goto bad;
-	for (i = 0; i < len; i++)
-		if (!key_char_ok(v[i]))
-			goto bad;
+	if (!key_ok(v, len))
+		return gemmd_error_set(err, 400, "invalid_value",
+				       "Idempotency-Key",
+				       "'Idempotency-Key' must be 1..%d "
+				       "visible ASCII characters, without "
+				       "'\"' or '\\'",
+				       JOB_KEY_MAX);
 	memcpy(key, v, len);
 	key[len] = '\0';
 	return 0;
-bad:
-	return gemmd_error_set(err, 400, "invalid_value", "Idempotency-Key",
-			       "'Idempotency-Key' must be 1..%d visible ASCII "
-			       "characters, without '\"' or '\\'",
-			       JOB_KEY_MAX);
 }
 
 /*
@@ -384,8 +393,10 @@ static int parse_page(struct http_request *req, struct job_page *p)
 	const char *state = http_request_query(req, "state");
 	const char *limit = http_request_query(req, "limit");
 	const char *after = http_request_query(req, "after");
+	const char *key = http_request_query(req, "idempotency_key");
 
 	p->state = state ? job_state_from_string(state) : -1;
+	p->key = key;
 	p->after = 0;
 	p->limit = LIST_PAGE_MAX;
 	if (state && p->state < 0) {
@@ -400,6 +411,14 @@ static int parse_page(struct http_request *req, struct job_page *p)
 				    "'limit' must be 1..%u", LIST_PAGE_MAX);
 		return -EINVAL;
 	}
+	if (key && !key_ok(key, strlen(key))) {
+		http_respond_errorf(req, 400, "invalid_value",
+				    "idempotency_key",
+				    "'idempotency_key' must be 1..%d visible "
+				    "ASCII characters, without '\"' or '\\'",
+				    JOB_KEY_MAX);
+		return -EINVAL;
+	}
 	if (after && parse_u64(after, UINT64_MAX, &p->after) < 0) {
 		http_respond_errorf(req, 400, "invalid_value", "after",
 				    "'after' must be the number from a "
@@ -409,7 +428,10 @@ static int parse_page(struct http_request *req, struct job_page *p)
 	return 0;
 }
 
-/* The next page's path: the same filter, after the last job listed. */
+/*
+ * The next page's path: the same filter, after the last job listed.  A
+ * key's listing has one job at most, so no next page to carry it.
+ */
 static json_t *next_link(const struct job_page *p, uint64_t next)
 {
 	char path[128];

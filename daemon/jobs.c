@@ -311,7 +311,8 @@ json_t *job_to_json(const struct job *job)
 static bool job_on_page(const struct job *job, const struct job_page *p)
 {
 	return job->seq > p->after &&
-	       (p->state < 0 || job->state == (enum job_state)p->state);
+	       (p->state < 0 || job->state == (enum job_state)p->state) &&
+	       (!p->key || !strcmp(job->key, p->key));
 }
 
 json_t *job_store_page_json(struct job_store *s, const struct job_page *p,

@@ -90,6 +90,7 @@ json_t *job_to_json(const struct job *job);
 /* One page of a listing: jobs after number after, at most limit of them. */
 struct job_page {
 	int state; /* only jobs in this state; -1: all */
+	const char *key; /* only the job of this Idempotency-Key; NULL: all */
 	uint64_t after;
 	unsigned int limit;
 };

@@ -273,7 +273,11 @@ static void test_keys(void)
 {
 	struct job_store *s = job_store_new(10, 1, 600);
 	struct gemm_spec spec = spec_for(-1);
+	struct job_page by_key = { .state = -1,
+				   .key = "sweep-7/0",
+				   .limit = 10 };
 	struct job *a, *b, *c;
+	uint64_t next;
 	json_t *j;
 
 	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
@@ -289,6 +293,14 @@ static void test_keys(void)
 	json_decref(j);
 	j = job_to_json(b);
 	CHECK(json_is_null(json_object_get(j, "idempotency_key")));
+	json_decref(j);
+	/* a listing by key: that job alone */
+	j = job_store_page_json(s, &by_key, &next);
+	CHECK_EQ_INT(json_array_size(j), 1);
+	CHECK_STREQ(
+		json_string_value(json_object_get(json_array_get(j, 0), "id")),
+		a->id);
+	CHECK(next == 0);
 	json_decref(j);
 	/* past max-kept (1) the key goes with its job */
 	job_finish(s, a, JOB_DONE, NULL, NULL);
