@@ -599,6 +599,12 @@ static void back_off(struct tune *t, const struct ctl_reply *reply,
 	fputc('\n', stderr);
 }
 
+/* Candidate i's Idempotency-Key. */
+static void cand_key(const struct tune *t, size_t i, char key[64])
+{
+	snprintf(key, 64, "gemmctl-tune-%s-%zu", t->sweep_id, i);
+}
+
 /* Whether a failed request may have reached gemmd and lost its answer. */
 static bool answer_lost(int r)
 {
@@ -633,8 +639,7 @@ static int submit(struct tune *t, struct cand *c)
 	char key[64];
 	int r;
 
-	snprintf(key, sizeof(key), "gemmctl-tune-%s-%zu", t->sweep_id,
-		 (size_t)(c - t->cands));
+	cand_key(t, (size_t)(c - t->cands), key);
 	r = post_job(t, c->kernel, false, key, &reply);
 	if (r < 0 && answer_lost(r) && c->lost < LOST_POSTS_MAX) {
 		resend_later(t, c, key);
@@ -780,6 +785,72 @@ static int poll_all(struct tune *t)
 	return 0;
 }
 
+/*
+ * The job a POST that got no answer may have made for candidate i,
+ * looked up by its key: the job, or NULL where there is none.
+ * *ret_known is false where gemmd could not say.
+ */
+static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
+			size_t i, bool *ret_known)
+{
+	struct ctl_reply reply = {};
+	json_t *root = NULL, *job;
+	char key[64], *path = NULL;
+
+	cand_key(t, i, key);
+	if (asprintf(&path, "/v1/jobs?idempotency_key=%s", key) >= 0 &&
+	    ctl_http_request(http, "GET", path, NULL, 0, 0, &reply) == 0 &&
+	    is_2xx(&reply) && reply.body)
+		root = json_loadb(reply.body, reply.len, 0, NULL);
+	*ret_known = json_is_array(json_object_get(root, "jobs"));
+	job = json_incref(json_array_get(json_object_get(root, "jobs"), 0));
+	json_decref(root);
+	ctl_reply_done(&reply);
+	free(path);
+	if (job && !ctl_jstr(job, "id")) {
+		json_decref(job);
+		job = NULL;
+	}
+	return job;
+}
+
+/*
+ * The candidate waiting to send its POST again, whose first one may have
+ * made a job after all: a job that ended is taken as the candidate's, one
+ * in flight is cancelled like the others.  How many were.
+ */
+static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
+			  const char *why)
+{
+	struct cand *c = &t->cands[t->next];
+	size_t n = 0;
+	json_t *job;
+	bool known;
+
+	if (t->next == t->n || c->state != CAND_VALID || !c->lost)
+		return 0;
+	job = lost_job(t, http, t->next, &known);
+	if (!known) {
+		c->state = CAND_FAILED;
+		c->why = "not run: its POST got no answer, and gemmd could "
+			 "not say whether it made the job";
+		return 0;
+	}
+	if (!job)
+		return 0;
+	c->id = strdup(ctl_jstr(job, "id"));
+	if (state_is_final(ctl_jstr(job, "state"))) {
+		c->state = CAND_ENDED;
+		c->job = json_incref(job);
+	} else {
+		c->state = CAND_FAILED;
+		c->why = why;
+		n = c->id && delete_job(http, c->id);
+	}
+	json_decref(job);
+	return n;
+}
+
 /* Cancels the jobs in flight, whatever stops the sweep; how many. */
 static size_t cancel_inflight(struct tune *t, const char *why)
 {
@@ -797,7 +868,7 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 		n += delete_job(&http, c->id);
 	}
 	t->inflight = 0;
-	return n;
+	return n + cancel_lost(t, &http, why);
 }
 
 /* --wait ran out: what has not ended is not run. */
@@ -810,11 +881,7 @@ static void give_up(struct tune *t)
 		if (t->cands[i].state != CAND_VALID)
 			continue;
 		t->cands[i].state = CAND_FAILED;
-		t->cands[i].why = t->cands[i].lost ?
-					  "not run: --wait ran out after a "
-					  "POST got no answer (its job may "
-					  "exist: see its Idempotency-Key)" :
-					  "not run: --wait ran out";
+		t->cands[i].why = "not run: --wait ran out";
 	}
 	t->next = t->n;
 	fprintf(stderr,
