@@ -282,6 +282,12 @@ struct gemm_telemetry {
 	double power_mean_w, power_max_w;
 	double energy_j; /* from the first sample queued to the last done */
 	double temp_max_c;
+	/*
+	 * The power limit the driver enforced as the samples began: at the
+	 * cap it sets the clocks, so results from GPUs of one model but
+	 * other limits are not comparable without it.
+	 */
+	double power_limit_w;
 	bool reasons_known;
 	uint64_t reasons_seen; /* GEMM_THROTTLE_* bits */
 	unsigned int throttled_samples; /* under GEMM_THROTTLE_SLOWDOWN */

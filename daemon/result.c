@@ -176,7 +176,7 @@ static json_t *pair_or_null(const char *a, double x, const char *b, double y)
 static json_t *telemetry_to_json(const struct gemm_telemetry *t)
 {
 	return json_pack(
-		"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "sm_clock_mhz",
+		"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "sm_clock_mhz",
 		pair_or_null("min", t->sm_clock_min_mhz, "median",
 			     t->sm_clock_median_mhz),
 		"mem_clock_mhz",
@@ -184,7 +184,8 @@ static json_t *telemetry_to_json(const struct gemm_telemetry *t)
 			     t->mem_clock_median_mhz),
 		"power_w",
 		pair_or_null("mean", t->power_mean_w, "max", t->power_max_w),
-		"energy_j", json_finite(t->energy_j), "temperature_c",
+		"power_limit_w", json_finite(t->power_limit_w), "energy_j",
+		json_finite(t->energy_j), "temperature_c",
 		isnan(t->temp_max_c) ?
 			json_null() :
 			json_pack("{s:o}", "max", json_finite(t->temp_max_c)),
@@ -404,6 +405,7 @@ static void telemetry_from_json(json_t *j, struct gemm_telemetry *t)
 	t->power_mean_w = real_at(power, "mean");
 	t->power_max_w = real_at(power, "max");
 	t->energy_j = real_at(j, "energy_j");
+	t->power_limit_w = real_at(j, "power_limit_w");
 	t->temp_max_c = real_at(json_object_get(j, "temperature_c"), "max");
 	t->reasons_known = json_is_array(reasons);
 	t->reasons_seen = reasons_from_json(reasons);

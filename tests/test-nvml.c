@@ -48,6 +48,13 @@ static nvml_ret fake_power(nvml_dev d, unsigned int *mw)
 	return NVML_SUCCESS;
 }
 
+static nvml_ret fake_limit(nvml_dev d, unsigned int *mw)
+{
+	(void)d;
+	*mw = 700000;
+	return NVML_SUCCESS;
+}
+
 static nvml_ret fake_temperature(nvml_dev d, int sensor, unsigned int *c)
 {
 	(void)d;
@@ -66,11 +73,13 @@ static void test_track_more_readings_than_samples(void)
 		.clock = fake_clock,
 		.power = fake_power,
 		.temperature = fake_temperature,
+		.limit = fake_limit,
 	};
 	struct gemm_telemetry tele;
 
 	readings = 0;
 	track_job(&n, 4, 100, &tele);
+	CHECK_NEAR(tele.power_limit_w, 700);
 	CHECK_EQ_INT(readings, 100);
 	/* SM clocks 2000 down to 1901 */
 	CHECK_EQ_INT(tele.sm_clock_min_mhz, 1901);
@@ -166,6 +175,7 @@ static void test_track_without_nvml(void)
 	CHECK(isnan(tele.power_mean_w));
 	CHECK(isnan(tele.energy_j));
 	CHECK(isnan(tele.temp_max_c));
+	CHECK(isnan(tele.power_limit_w));
 }
 
 /*

@@ -40,6 +40,7 @@ static struct gemm_result sample(void)
 			       .power_max_w = 699,
 			       .energy_j = 3.25,
 			       .temp_max_c = 71,
+			       .power_limit_w = 700,
 			       .reasons_known = true,
 			       .reasons_seen = GEMM_THROTTLE_SW_POWER_CAP |
 					       GEMM_THROTTLE_HW_THERMAL |
@@ -102,6 +103,8 @@ static void test_round_trip(void)
 	CHECK(b.telemetry.sm_clock_min_mhz > 1754.9 &&
 	      b.telemetry.sm_clock_min_mhz < 1755.1);
 	CHECK(b.telemetry.energy_j > 3.24 && b.telemetry.energy_j < 3.26);
+	CHECK(b.telemetry.power_limit_w > 699.9 &&
+	      b.telemetry.power_limit_w < 700.1);
 	json_decref(j);
 }
 
@@ -200,6 +203,7 @@ static void test_no_telemetry(void)
 		.power_max_w = NAN,
 		.energy_j = NAN,
 		.temp_max_c = NAN,
+		.power_limit_w = NAN,
 		.tflops_per_watt = NAN,
 	};
 	a.peak_tflops = NAN;
@@ -207,7 +211,8 @@ static void test_no_telemetry(void)
 	j = result_to_json(&a);
 	CHECK(j != NULL);
 	tel = json_object_get(j, "telemetry");
-	CHECK_EQ_INT(json_object_size(tel), 8);
+	CHECK_EQ_INT(json_object_size(tel), 9);
+	CHECK(json_is_null(json_object_get(tel, "power_limit_w")));
 	json_object_foreach(tel, key, v)
 		CHECK(json_is_null(v));
 	CHECK(json_is_null(

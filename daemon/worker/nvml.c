@@ -71,6 +71,7 @@ struct nvml {
 	bool no_instant; /* the instant power field failed once */
 	nvml_ret (*energy)(nvml_dev d, unsigned long long *mj);
 	nvml_ret (*temperature)(nvml_dev d, int sensor, unsigned int *c);
+	nvml_ret (*limit)(nvml_dev d, unsigned int *mw);
 	nvml_ret (*reasons)(nvml_dev d, unsigned long long *bits);
 };
 
@@ -87,6 +88,7 @@ static void nvml_bind(struct nvml *n)
 	NVML_SYM(n, fields, "nvmlDeviceGetFieldValues");
 	NVML_SYM(n, energy, "nvmlDeviceGetTotalEnergyConsumption");
 	NVML_SYM(n, temperature, "nvmlDeviceGetTemperature");
+	NVML_SYM(n, limit, "nvmlDeviceGetEnforcedPowerLimit");
 	/* The new name since driver 535; the old one is deprecated. */
 	if (!NVML_SYM(n, reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
 		NVML_SYM(n, reasons,
@@ -234,10 +236,21 @@ double nvml_energy_j(struct nvml *n)
 	return mj / 1000.0;
 }
 
+/* The enforced power limit in watts; NAN without it. */
+static double read_power_limit(struct nvml *n)
+{
+	unsigned int mw;
+
+	if (!n->limit || n->limit(n->dev, &mw) != NVML_SUCCESS)
+		return NAN;
+	return mw / 1000.0;
+}
+
 void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
 {
 	memset(t, 0, sizeof(*t));
 	t->temp_max_c = NAN;
+	t->power_limit_w = NAN;
 	t->power_before = NAN;
 	if (!n || !samples)
 		return;
@@ -250,6 +263,7 @@ void nvml_track_start(struct nvml_track *t, struct nvml *n, size_t samples)
 	}
 	t->cap = samples;
 	t->nvml = n;
+	t->power_limit_w = read_power_limit(n);
 }
 
 static void push(double *a, size_t *n, size_t cap, double x)
@@ -386,6 +400,7 @@ void nvml_track_finish(struct nvml_track *t, struct gemm_telemetry *ret)
 			     t->energy_j :
 			     NAN;
 	r.temp_max_c = t->temp_max_c;
+	r.power_limit_w = t->power_limit_w;
 	r.reasons_known = t->reasons_known;
 	r.reasons_seen = t->reasons_seen;
 	r.throttled_samples = t->throttled;

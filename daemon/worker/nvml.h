@@ -50,6 +50,7 @@ struct nvml_track {
 	double *sm_mhz, *mem_mhz, *power_w;
 	size_t n_sm, n_mem, n_power, cap;
 	double temp_max_c;
+	double power_limit_w; /* read once, at the start */
 	double power_before; /* the first power reading, until one differs */
 	bool power_live; /* a reading differed: the rest count */
 	double energy_j; /* over the windows so far */
