@@ -31,12 +31,13 @@
 #define BACKOFF_MIN_S 1L
 #define BACKOFF_MAX_S 30L
 /*
- * A candidate's POST that got no answer (a timeout, a dropped
- * connection) is sent again this many times, 1, 2 and 4 s apart, with
- * the same Idempotency-Key: gemmd answers with the job if the first one
- * made it, so the candidate runs once either way.
+ * A request that got no answer (a timeout, a dropped connection) is sent
+ * again this many times, 1, 2 and 4 s apart, where that is safe: a dry
+ * run, a poll, or a candidate's POST with the same Idempotency-Key
+ * (gemmd answers with the job if the first one made it, so the
+ * candidate runs once either way).
  */
-#define LOST_POSTS_MAX 3
+#define RESENDS_MAX 3
 /* The longest a GET holds on a job while no other job needs a look. */
 #define HOLD_MAX_S 30L
 /* The stage counts a job may ask for (README: outside them, a 400). */
@@ -74,6 +75,7 @@ struct tune {
 	/* the sweep: cands[0..next) have been through submit() */
 	size_t next, inflight, max_inflight;
 	double deadline, retry_at; /* CLOCK_MONOTONIC s; deadline 0: none */
+	unsigned int lost_polls; /* polls in a row that got no answer */
 	long backoff_s;
 	int status; /* the exit status of an error that ends the sweep */
 };
@@ -172,6 +174,45 @@ static int post_job(struct tune *t, json_t *kernel, bool dry_run,
 			     reply);
 	free(body);
 	return r;
+}
+
+/* Whether a failed request may have reached gemmd and lost its answer. */
+static bool answer_lost(int r)
+{
+	return r != -EINVAL && r != -ENOMEM && r != -EFBIG && r != -EINTR;
+}
+
+/*
+ * Sleeps s seconds after a request that got no answer, or less where
+ * SIGINT comes or the sweep's deadline (0 before it starts) is sooner.
+ */
+static void pause_lost(double deadline, long s, const char *what)
+{
+	double until = now_s() + (double)s;
+	struct timespec ts = { .tv_nsec = 100000000 };
+
+	ctl_print_text(stderr,
+		       "gemmctl: tune: no answer to %s; asking again in %ld s",
+		       what, s);
+	fputc('\n', stderr);
+	if (deadline > 0)
+		until = MIN(until, deadline);
+	while (!interrupted && now_s() < until)
+		nanosleep(&ts, NULL);
+}
+
+/* A dry run makes no GPU work: one sent twice does no harm. */
+static int post_dry_run(struct tune *t, json_t *kernel, struct ctl_reply *reply)
+{
+	unsigned int lost;
+	int r;
+
+	for (lost = 0;; lost++) {
+		r = post_job(t, kernel, true, NULL, reply);
+		if (r >= 0 || !answer_lost(r) || lost == RESENDS_MAX)
+			return r;
+		pause_lost(0, 1L << lost, "a dry run");
+	}
 }
 
 static bool is_2xx(const struct ctl_reply *reply)
@@ -288,7 +329,7 @@ static int check_base(struct tune *t)
 	json_t *job = NULL;
 	int r;
 
-	r = post_job(t, NULL, true, NULL, &reply);
+	r = post_dry_run(t, NULL, &reply);
 	if (r < 0)
 		return ctl_transport_exit(r);
 	r = CTL_EXIT_ERROR;
@@ -527,7 +568,7 @@ static int dry_run(struct tune *t, struct cand *c)
 	json_t *job = NULL;
 	int r;
 
-	r = post_job(t, c->kernel, true, NULL, &reply);
+	r = post_dry_run(t, c->kernel, &reply);
 	if (r < 0)
 		return ctl_transport_exit(r);
 	if (is_2xx(&reply))
@@ -605,12 +646,6 @@ static void cand_key(const struct tune *t, size_t i, char key[64])
 	snprintf(key, 64, "gemmctl-tune-%s-%zu", t->sweep_id, i);
 }
 
-/* Whether a failed request may have reached gemmd and lost its answer. */
-static bool answer_lost(int r)
-{
-	return r != -EINVAL && r != -ENOMEM && r != -EFBIG && r != -EINTR;
-}
-
 /* The candidate's POST goes again at t->retry_at, under the same key. */
 static void resend_later(struct tune *t, struct cand *c, const char *key)
 {
@@ -641,7 +676,7 @@ static int submit(struct tune *t, struct cand *c)
 
 	cand_key(t, (size_t)(c - t->cands), key);
 	r = post_job(t, c->kernel, false, key, &reply);
-	if (r < 0 && answer_lost(r) && c->lost < LOST_POSTS_MAX) {
+	if (r < 0 && answer_lost(r) && c->lost < RESENDS_MAX) {
 		resend_later(t, c, key);
 		return 1;
 	}
@@ -715,10 +750,19 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 	r = ctl_http_request(&t->http, "GET", path, NULL, 0, hold_s, &reply);
 	free(path);
 	free(id);
+	if (r < 0 && answer_lost(r) && t->lost_polls < RESENDS_MAX) {
+		char what[64];
+
+		/* still in flight: polled again on the next round */
+		snprintf(what, sizeof(what), "GET /v1/jobs/%s", c->id);
+		pause_lost(t->deadline, 1L << t->lost_polls++, what);
+		return 0;
+	}
 	if (r < 0) {
 		t->status = ctl_transport_exit(r);
 		return -1;
 	}
+	t->lost_polls = 0;
 	if (is_2xx(&reply))
 		job = reply_job(&reply);
 	if (job && job_ended(job)) {

@@ -11,11 +11,13 @@ in the order the jobs are first polled:
   state:NAME    ask gemmd without holding (wait=0), then answer its job
                 with "state" NAME and no "reason" (a state from a newer
                 gemmd, say)
+  drop          close the connection without an answer (nor asking gemmd)
   pass          leave it alone
 
 A RULE of drop_post:N spoils the Nth POST /v1/jobs that is not a dry run
 (from 1) instead: gemmd gets it and makes the job, and the client gets
 no answer, its connection closed, as when a network drops a reply.
+drop_dry:N does the same to the Nth dry run.
 
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
@@ -41,9 +43,9 @@ class Proxy(http.server.ThreadingHTTPServer):
     def __init__(self, upstream, rules):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
-        self.rules = [r for r in rules if not r.startswith("drop_post:")]
-        self.drops = {int(r[10:]) for r in rules if r.startswith("drop_post:")}
-        self.posts = 0
+        self.rules = [r for r in rules if not r.startswith("drop_")]
+        self.drops = {r for r in rules if r.startswith("drop_")}
+        self.posts = {"drop_post": 0, "drop_dry": 0}
         self.polled = {}  # job id -> its rule, in first-poll order
         self.lock = threading.Lock()
 
@@ -72,13 +74,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "POST" or not self.path.startswith("/v1/jobs"):
             return False
         try:
-            if json.loads(body or b"{}").get("dry_run"):
-                return False
+            kind = ("drop_dry" if json.loads(body or b"{}").get("dry_run")
+                    else "drop_post")
         except ValueError:
             return False
         with self.server.lock:
-            self.server.posts += 1
-            return self.server.posts in self.server.drops
+            self.server.posts[kind] += 1
+            return ("%s:%d" % (kind, self.server.posts[kind])
+                    in self.server.drops)
 
     def upstream(self, path, body):
         req = urllib.request.Request(self.server.upstream + path,
@@ -114,6 +117,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         rule = self.server.rule_for(self.path)
+        if rule == "drop":
+            print("fault-proxy: %s %s -> dropped" % (self.command, self.path),
+                  file=sys.stderr, flush=True)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         if rule.startswith("status:"):
             print("fault-proxy: %s %s -> %s" % (self.command, self.path,
                                                 rule[7:]),
