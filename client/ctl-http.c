@@ -231,17 +231,6 @@ static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
 	return cc == CURLE_OK ? 0 : -ENOMEM;
 }
 
-bool ctl_key_valid(const char *key)
-{
-	size_t i;
-
-	for (i = 0; key[i]; i++)
-		if (key[i] < 0x21 || key[i] > 0x7e || key[i] == '"' ||
-		    key[i] == '\\')
-			return false;
-	return i >= 1 && i <= 255;
-}
-
 static struct curl_slist *make_headers(bool has_body, const char *key)
 {
 	static const char *const lines[] = {

@@ -26,15 +26,9 @@ struct ctl_http {
 	long timeout_s; /* whole request; 0: no limit */
 	/* When set and it becomes non-zero, a request gives up (-EINTR). */
 	volatile sig_atomic_t *stop;
-	/* Sent as the Idempotency-Key header when set (ctl_key_valid()). */
+	/* Sent as the Idempotency-Key header when set (idempotency_key_ok()). */
 	const char *idempotency_key;
 };
-
-/*
- * Whether gemmd takes key as an Idempotency-Key: 1..255 visible ASCII
- * characters other than '"' and '\\' (so none can end the header line).
- */
-bool ctl_key_valid(const char *key);
 
 struct ctl_reply {
 	long status; /* HTTP status code */

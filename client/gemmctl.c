@@ -288,7 +288,7 @@ static int show(int r)
 
 static int set_key(const char *v, const char **ret_key)
 {
-	if (!ctl_key_valid(v))
+	if (!idempotency_key_ok(v, strlen(v)))
 		return usage_error("submit: invalid --key '%s': 1..255 visible "
 				   "ASCII characters, without '\"' or '\\'",
 				   v);

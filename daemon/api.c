@@ -233,25 +233,16 @@ static void refuse_queue_full(struct api *api, struct http_request *req)
 /*
  * Idempotency-Key (the IETF httpapi draft): a client that lost the
  * answer to a POST (a timeout, a dropped connection) sends it again with
- * the same key and gets the job it made, not a second one.  A key is 1 to
- * JOB_KEY_MAX visible ASCII characters other than '"' and '\'; the
- * draft's quoted form is taken without its quotes.
+ * the same key and gets the job it made, not a second one.  A key is as
+ * idempotency_key_ok() says; the draft's quoted form is taken without
+ * its quotes.  field: where the key came from, for the error.
  */
-static bool key_char_ok(char c)
+static int key_refused(struct gemmd_error *err, const char *field)
 {
-	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\';
-}
-
-static bool key_ok(const char *v, size_t len)
-{
-	size_t i;
-
-	if (!len || len > JOB_KEY_MAX)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!key_char_ok(v[i]))
-			return false;
-	return true;
+	return gemmd_error_set(err, 400, "invalid_value", field,
+			       "'%s' must be 1..%d visible ASCII characters, "
+			       "without '\"' or '\\'",
+			       field, IDEMPOTENCY_KEY_MAX);
 }
 
 static int parse_key(struct http_request *req, char *key,
@@ -268,13 +259,8 @@ static int parse_key(struct http_request *req, char *key,
 		v++;
 		len -= 2;
 	}
-	if (!key_ok(v, len))
-		return gemmd_error_set(err, 400, "invalid_value",
-				       "Idempotency-Key",
-				       "'Idempotency-Key' must be 1..%d "
-				       "visible ASCII characters, without "
-				       "'\"' or '\\'",
-				       JOB_KEY_MAX);
+	if (!idempotency_key_ok(v, len))
+		return key_refused(err, "Idempotency-Key");
 	memcpy(key, v, len);
 	key[len] = '\0';
 	return 0;
@@ -329,7 +315,7 @@ static void answer_post(struct api *api, struct http_request *req,
 static void post_job(struct api *api, struct http_request *req)
 {
 	unsigned int wait, retry_sec = 0;
-	char key[JOB_KEY_MAX + 1];
+	char key[IDEMPOTENCY_KEY_MAX + 1];
 	struct gemmd_error err;
 	struct device_limits lim;
 	struct gemm_spec spec;
@@ -411,12 +397,11 @@ static int parse_page(struct http_request *req, struct job_page *p)
 				    "'limit' must be 1..%u", LIST_PAGE_MAX);
 		return -EINVAL;
 	}
-	if (key && !key_ok(key, strlen(key))) {
-		http_respond_errorf(req, 400, "invalid_value",
-				    "idempotency_key",
-				    "'idempotency_key' must be 1..%d visible "
-				    "ASCII characters, without '\"' or '\\'",
-				    JOB_KEY_MAX);
+	if (key && !idempotency_key_ok(key, strlen(key))) {
+		struct gemmd_error err;
+
+		key_refused(&err, "idempotency_key");
+		http_respond_error(req, &err);
 		return -EINVAL;
 	}
 	if (after && parse_u64(after, UINT64_MAX, &p->after) < 0) {

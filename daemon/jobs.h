@@ -15,6 +15,7 @@
 
 #include "gemm.h"
 #include "list.h"
+#include "util.h"
 
 enum job_state {
 	JOB_QUEUED,
@@ -27,12 +28,11 @@ enum job_state {
 };
 
 #define JOB_ID_LEN 16
-/* The longest Idempotency-Key a client may give a job. */
-#define JOB_KEY_MAX 255
 
 struct job {
 	char id[JOB_ID_LEN + 1];
-	char key[JOB_KEY_MAX + 1]; /* the client's Idempotency-Key, or "" */
+	char key[IDEMPOTENCY_KEY_MAX +
+		 1]; /* the client's Idempotency-Key, or "" */
 	enum job_state state;
 	char reason[512];
 	struct gemm_spec spec;

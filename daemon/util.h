@@ -32,6 +32,25 @@ static inline void closep(int *fd)
 		close(*fd);
 }
 
+/*
+ * An Idempotency-Key as gemmd takes it and gemmctl sends it: 1 to
+ * IDEMPOTENCY_KEY_MAX visible ASCII characters other than '"' and '\\',
+ * so that none can end a header line or need escaping in one.
+ */
+#define IDEMPOTENCY_KEY_MAX 255
+
+static inline bool idempotency_key_ok(const char *v, size_t len)
+{
+	size_t i;
+
+	if (!len || len > IDEMPOTENCY_KEY_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (v[i] < 0x21 || v[i] > 0x7e || v[i] == '"' || v[i] == '\\')
+			return false;
+	return true;
+}
+
 /* Hand ownership on: returns the pointer and clears the variable. */
 #define TAKE_PTR(p)                      \
 	({                               \
