@@ -943,7 +943,7 @@ static int run_validate_launch(struct run *r)
  * stress that must not change the result.  Unset or empty: none, as
  * always outside those tests.  A name not known fails the job, so that
  * a misspelt fault cannot pass for a test of nothing.  Faults with no
- * bit are the worker's own, not the kernel's: main.c acts on them.
+ * bit are the worker's own, not the kernel's: run_fault_injected().
  */
 static const struct {
 	const char *name;
@@ -987,17 +987,27 @@ static int run_fault(struct run *r)
 }
 
 /*
- * GEMMD_FAULT=job_error (tests/gpu-cache.test): a job labelled
- * "job_error" fails once its launches have run, with the context intact,
- * as a job does when cuBLASLt or the driver refuses something part way.
+ * The worker's own faults, for a job whose label names the fault set in
+ * GEMMD_FAULT, once its launches have run:
+ *   job_error (tests/gpu-cache.test): the job fails with the context
+ *     intact, as when cuBLASLt or the driver refuses something part way;
+ *   sticky_error (tests/gpu-sticky.test): it fails as if its kernel had
+ *     poisoned the context, so the worker exits and the supervisor's side
+ *     of a real sticky error gets tested without a kernel that faults.
  */
-static int run_fault_error(struct run *r)
+static int run_fault_injected(struct run *r)
 {
 	const char *f = getenv("GEMMD_FAULT");
 
-	if (f && !strcmp(f, "job_error") &&
-	    !strcmp(r->spec->label, "job_error"))
+	if (!f || strcmp(f, r->spec->label))
+		return 0;
+	if (!strcmp(f, "job_error"))
 		return run_invalid(r, "GEMMD_FAULT=job_error: injected");
+	if (!strcmp(f, "sticky_error")) {
+		r->sticky = true;
+		run_invalid(r, "GEMMD_FAULT=sticky_error: injected");
+		return -EFAULT;
+	}
 	return 0;
 }
 
@@ -1568,7 +1578,7 @@ int gpu_run(struct gpu *g, const struct gemm_spec *spec,
 	if (!e && spec->baseline != GEMM_BASELINE_NONE)
 		e = run_baseline_report(&r, ret);
 	if (!e)
-		e = run_fault_error(&r);
+		e = run_fault_injected(&r);
 	if (r.current && !r.sticky && e)
 		run_check_kept_failed(&r);
 	else if (r.current && !r.sticky)

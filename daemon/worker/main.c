@@ -98,20 +98,6 @@ static void cool_down(unsigned int ms)
 	sleep_ms(ms);
 }
 
-/*
- * GEMMD_FAULT=sticky_error (tests/gpu-sticky.test): a job labelled
- * "sticky_error" ends, once it has run, as if its kernel had poisoned
- * the context: a sticky error, then the exit.  The supervisor's side of
- * a real sticky error gets tested without a kernel that faults.
- */
-static bool inject_sticky(const struct gemm_spec *spec)
-{
-	const char *f = getenv("GEMMD_FAULT");
-
-	return f && !strcmp(f, "sticky_error") &&
-	       !strcmp(spec->label, "sticky_error");
-}
-
 /* One "run" message: returns 1 when the context is gone and we must exit. */
 static int handle_run(struct gpu *g, int fd, json_t *msg)
 {
@@ -133,13 +119,6 @@ static int handle_run(struct gpu *g, int fd, json_t *msg)
 	}
 	memset(&res, 0, sizeof(res));
 	r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
-	if (r >= 0 && inject_sticky(&spec)) {
-		free(res.timing.raw_us);
-		snprintf(err, sizeof(err),
-			 "GEMMD_FAULT=sticky_error: injected");
-		r = -EFAULT;
-		sticky = true;
-	}
 	if (r < 0) {
 		send_error(fd, id, err[0] ? err : strerror(-r), sticky);
 		if (!sticky)
