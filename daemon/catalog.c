@@ -16,7 +16,6 @@
 #include "util.h"
 
 #define META_PREFIX "gemmd_meta_"
-#define CUBIN_SIZE_MAX (256u << 20)
 #define CATALOG_MAX 4096
 
 struct catalog {
@@ -268,39 +267,6 @@ int kernel_info_parse(const char *note, const char *cubin,
 	return 0;
 }
 
-static int read_file(const char *path, uint8_t **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ uint8_t *buf = NULL;
-	struct stat st;
-	size_t got = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EBADF;
-	if ((uint64_t)st.st_size > CUBIN_SIZE_MAX)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EIO;
-		got += (size_t)r;
-	}
-	*ret_len = got;
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
 /* Bounds-checked view of the ELF pieces we need. */
 struct elf_view {
 	const uint8_t *data;
@@ -426,7 +392,8 @@ static void keep_one(struct catalog *c, const struct kernel_info *k)
 }
 
 static int read_symtab(struct catalog *c, const struct elf_view *e,
-		       const Elf64_Shdr *symtab, const char *cubin)
+		       const Elf64_Shdr *symtab, const char *cubin,
+		       const char *digest)
 {
 	const Elf64_Sym *syms;
 	size_t i, n;
@@ -456,6 +423,7 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 			c->bad_notes++;
 			continue;
 		}
+		snprintf(k.digest, sizeof(k.digest), "%s", digest);
 		r = catalog_add(c, &k);
 		if (r == 0)
 			found++;
@@ -469,21 +437,23 @@ int catalog_read_cubin(struct catalog *c, const char *path)
 {
 	_cleanup_free_ uint8_t *data = NULL;
 	const char *base = strrchr(path, '/');
+	char digest[SHA256_TAG_LEN];
 	struct elf_view e;
 	size_t len = 0, i;
 	int r, found = 0;
 
 	base = base ? base + 1 : path;
-	r = read_file(path, &data, &len);
+	r = read_file(path, CUBIN_SIZE_MAX, &data, &len);
 	if (r < 0)
 		return r;
+	sha256_tag(data, len, digest);
 	r = elf_open(&e, data, len);
 	if (r < 0)
 		return r;
 	for (i = 0; i < e.shnum; i++) {
 		if (e.sh[i].sh_type != SHT_SYMTAB)
 			continue;
-		r = read_symtab(c, &e, &e.sh[i], base);
+		r = read_symtab(c, &e, &e.sh[i], base, digest);
 		if (r < 0)
 			return r;
 		found += r;
@@ -580,7 +550,7 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:s, s:o, s:s, s:[i,i,i], s:i, s:i, s:i,"
-		" s:i, s:i, s:i, s:i, s:b, s:b, s:b, s:o, s:o, s:s}",
+		" s:i, s:i, s:i, s:i, s:b, s:b, s:b, s:o, s:o, s:s, s:o}",
 		"name", k->name, "cubin", k->cubin, "schedule",
 		gemm_schedule_to_string(k->schedule), "dtype",
 		gemm_dtype_to_string(k->dtype), "outs",
@@ -592,7 +562,27 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 		"cluster_max", k->cluster_max, "persistent", k->persistent,
 		"pdl", k->pdl, "placement", k->placement, "epilogues",
 		mask_to_json(k->epilogues, epilogue_name, _GEMM_EPILOGUE_MAX),
-		"decompositions", decompositions_to_json(k), "arch", k->arch);
+		"decompositions", decompositions_to_json(k), "arch", k->arch,
+		"digest", k->digest[0] ? json_string(k->digest) : json_null());
+}
+
+void catalog_digest(const struct catalog *c, char out[SHA256_TAG_LEN])
+{
+	uint8_t digest[SHA256_BYTES];
+	struct sha256 s;
+	size_t i;
+
+	sha256_init(&s);
+	for (i = 0; i < catalog_size(c); i++) {
+		const struct kernel_info *k = &c->kernels[i];
+
+		sha256_update(&s, k->name, strlen(k->name));
+		sha256_update(&s, " ", 1);
+		sha256_update(&s, k->digest, strlen(k->digest));
+		sha256_update(&s, "\n", 1);
+	}
+	sha256_final(&s, digest);
+	sha256_format(digest, out);
 }
 
 json_t *catalog_to_json(const struct catalog *c)

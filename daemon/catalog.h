@@ -15,6 +15,10 @@
 #include <jansson.h>
 
 #include "gemm.h"
+#include "sha256.h"
+
+/* No cubin is read past this size. */
+#define CUBIN_SIZE_MAX (256u << 20)
 
 /* Bit i of a mask stands for enum value i. */
 #define KERNEL_BIT(i) (1u << (i))
@@ -38,6 +42,7 @@ struct kernel_info {
 	bool placement; /* claims its place by GPC: kernel.placement gpc */
 	unsigned int epilogues; /* KERNEL_BIT(gemm_epilogue) */
 	char arch[16]; /* oldest it runs on: "sm_90a", "sm_80" */
+	char digest[SHA256_TAG_LEN]; /* its cubin's, or "" for none read */
 };
 
 /* The sm_80 kernels read A and B with cp.async, not TMA. */
@@ -64,6 +69,12 @@ size_t catalog_bad_notes(const struct catalog *c);
  */
 size_t catalog_duplicates(const struct catalog *c);
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i);
+/*
+ * The kernel set's fingerprint: the digest of a line "NAME DIGEST\n" for
+ * each kernel, in the catalog's order (by name), so two nodes that list
+ * the same kernels from the same files give the same one.
+ */
+void catalog_digest(const struct catalog *c, char out[SHA256_TAG_LEN]);
 const struct kernel_info *catalog_find(const struct catalog *c,
 				       const char *name);
 

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sha256.h"
+
 /* Element types; fp32 only as an output (out_dtype). */
 enum gemm_dtype {
 	GEMM_DTYPE_BF16,
@@ -234,6 +236,11 @@ struct gemm_plan {
 	 */
 	char entry[112];
 	char cubin[64]; /* file name inside the kernel directory */
+	/*
+	 * The cubin's digest as the catalog read it ("" when unknown); the
+	 * worker refuses to run a file that no longer matches it.
+	 */
+	char digest[SHA256_TAG_LEN];
 	unsigned int grid[3];
 	unsigned int block[3];
 	unsigned int cluster[3];

@@ -779,6 +779,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 	snprintf(p.kernel, sizeof(p.kernel), "%s", k->name);
 	snprintf(p.cubin, sizeof(p.cubin), "%s", k->cubin);
+	snprintf(p.digest, sizeof(p.digest), "%s", k->digest);
 	p.stages = stages;
 	p.epilogue = s.epilogue;
 	p.decomposition = s.decomposition;
@@ -832,7 +833,8 @@ json_t *plan_to_json(const struct gemm_plan *p)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:[i,i,i], s:[i,i,i], s:[i,i,i], s:i,"
-		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:s, s:s, s:b, s:I}",
+		" s:i, s:[i,i,i], s:s, s:i, s:s, s:s, s:s, s:s, s:b, s:I,"
+		" s:o}",
 		"kernel", p->kernel, "entry", p->entry, "cubin", p->cubin,
 		"grid", p->grid[0], p->grid[1], p->grid[2], "block",
 		p->block[0], p->block[1], p->block[2], "cluster", p->cluster[0],
@@ -843,7 +845,22 @@ json_t *plan_to_json(const struct gemm_plan *p)
 		"decomposition", gemm_decomposition_to_string(p->decomposition),
 		"placement", gemm_placement_to_string(p->placement),
 		"occupancy", gemm_occupancy_to_string(p->occupancy),
-		"persistent", p->persistent, "units", (json_int_t)p->units);
+		"persistent", p->persistent, "units", (json_int_t)p->units,
+		"digest", p->digest[0] ? json_string(p->digest) : json_null());
+}
+
+/* The cubin's digest: absent or null when the catalog had none. */
+static int digest_from_json(json_t *j, struct gemm_plan *p)
+{
+	const char *v;
+
+	if (!j || json_is_null(j))
+		return 0;
+	v = json_string_value(j);
+	if (!v || strlen(v) >= sizeof(p->digest))
+		return -EINVAL;
+	strcpy(p->digest, v);
+	return 0;
 }
 
 /* The work order as the kernels take it: resolved, never "auto". */
@@ -913,6 +930,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 {
 	const char *kernel, *entry, *cubin, *raster, *epilogue, *decomposition;
 	const char *placement, *occupancy;
+	json_t *digest = NULL;
 	struct gemm_plan p;
 	json_error_t jerr;
 	json_int_t units;
@@ -922,7 +940,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	if (json_unpack_ex(j, &jerr, JSON_STRICT,
 			   "{s:s, s:s, s:s, s:[iii], s:[iii], s:[iii], s:i,"
 			   " s:i, s:[iii], s:s, s:i, s:s, s:s, s:s, s:s, s:b,"
-			   " s:I}",
+			   " s:I, s?o}",
 			   "kernel", &kernel, "entry", &entry, "cubin", &cubin,
 			   "grid", &p.grid[0], &p.grid[1], &p.grid[2], "block",
 			   &p.block[0], &p.block[1], &p.block[2], "cluster",
@@ -932,7 +950,7 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 			   &raster, "swizzle", &swizzle, "epilogue", &epilogue,
 			   "decomposition", &decomposition, "placement",
 			   &placement, "occupancy", &occupancy, "persistent",
-			   &persistent, "units", &units) < 0)
+			   &persistent, "units", &units, "digest", &digest) < 0)
 		return -EINVAL;
 	if (strlen(kernel) >= sizeof(p.kernel) ||
 	    strlen(entry) >= sizeof(p.entry) ||
@@ -943,7 +961,8 @@ int plan_from_json(json_t *j, struct gemm_plan *ret)
 	    order_from_json(raster, (unsigned int)swizzle, epilogue, &p) < 0 ||
 	    decomposition_from_json(decomposition, &p) < 0 ||
 	    placement_from_json(placement, &p) < 0 ||
-	    occupancy_from_json(occupancy, &p) < 0)
+	    occupancy_from_json(occupancy, &p) < 0 ||
+	    digest_from_json(digest, &p) < 0)
 		return -EINVAL;
 	strcpy(p.kernel, kernel);
 	strcpy(p.entry, entry);

@@ -107,6 +107,11 @@ size_t utf8_format(char *dst, size_t size, const char *fmt, ...) _printf_(3, 4);
 size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
 	_printf_(3, 0);
 
+/*
+ * A regular file's bytes, all of them (at most max: -EFBIG), in a buffer
+ * of *ret_len + 1 bytes to free().
+ */
+int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len);
 int random_bytes(void *buf, size_t len);
 int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);

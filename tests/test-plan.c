@@ -995,9 +995,26 @@ static void test_json_round_trip(void)
 	CHECK_EQ_INT(plan(c, "{\"m\":300,\"n\":200,\"k\":128}", NULL, &a, &err),
 		     0);
 	j = plan_to_json(&a);
+	/* a catalog that read no cubin has no digest to pass on */
+	CHECK(json_is_null(json_object_get(j, "digest")));
 	CHECK_EQ_INT(plan_from_json(j, &b), 0);
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
 	json_decref(j);
+
+	/* the cubin's digest goes to the worker, which checks its file */
+	sha256_tag("cubin", 5, a.digest);
+	j = plan_to_json(&a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "digest")), a.digest);
+	memset(&b, 0, sizeof(b));
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	json_object_del(j, "digest");
+	CHECK_EQ_INT(plan_from_json(j, &b), 0);
+	CHECK_STREQ(b.digest, "");
+	json_object_set_new(j, "digest", json_integer(1));
+	CHECK(plan_from_json(j, &b) < 0);
+	json_decref(j);
+	memset(a.digest, 0, sizeof(a.digest));
 
 	CHECK_EQ_INT(plan(c,
 			  "{\"m\":4096,\"n\":4096,\"k\":128,\"kernel\":"

@@ -35,6 +35,7 @@
 	X(cuCtxSetCurrent)              \
 	X(cuMemGetInfo)                 \
 	X(cuModuleLoad)                 \
+	X(cuModuleLoadData)             \
 	X(cuModuleUnload)               \
 	X(cuModuleGetFunction)          \
 	X(cuFuncSetAttribute)           \

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 
 #include "baseline.h"
+#include "catalog.h"
 #include "cublaslt.h"
 #include "cuda-api.h"
 #include "gemm-abi.h"
@@ -239,6 +240,7 @@ static int err_context(int e, char *err, size_t errlen, const char *what)
 struct gpu_module {
 	char name[64];
 	CUmodule mod;
+	char digest[SHA256_TAG_LEN]; /* of the bytes loaded */
 };
 
 #define SMEM_OPTIN CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
@@ -407,21 +409,20 @@ int gpu_mem_free(struct gpu *g, size_t *ret_free)
 
 /* ---- open / close -------------------------------------------------------- */
 
-/* A cubin of the kernel directory, loaded on first use. */
-static int module_get(struct gpu *g, const char *name, CUmodule *ret, char *err,
-		      size_t errlen)
+/*
+ * A cubin of the kernel directory, loaded on first use from the bytes
+ * whose digest it keeps: what runs is what was hashed, even if the file
+ * is replaced later.
+ */
+static int module_load(struct gpu *g, const char *name, struct gpu_module **ret,
+		       char *err, size_t errlen)
 {
+	_cleanup_free_ uint8_t *data = NULL;
 	char path[PATH_MAX + 64];
 	struct gpu_module *m;
-	struct stat st;
+	size_t len = 0;
 	int e;
 
-	for (unsigned int i = 0; i < g->n_mods; i++) {
-		if (strcmp(g->mods[i].name, name) == 0) {
-			*ret = g->mods[i].mod;
-			return 0;
-		}
-	}
 	if (!*name || strchr(name, '/') || strlen(name) >= sizeof(m->name)) {
 		snprintf(err, errlen, "bad cubin name '%s'", name);
 		return -EINVAL;
@@ -441,33 +442,58 @@ static int module_get(struct gpu *g, const char *name, CUmodule *ret, char *err,
 		g->alloc_mods = alloc;
 	}
 	snprintf(path, sizeof(path), "%s/%s", g->kernel_dir, name);
-	/* cuModuleLoad would only say "file not found", without the path. */
-	if (stat(path, &st) < 0) {
-		e = -errno;
+	e = read_file(path, CUBIN_SIZE_MAX, &data, &len);
+	if (e) {
 		snprintf(err, errlen, "kernel file %s: %s", path, strerror(-e));
 		return e;
 	}
 	m = &g->mods[g->n_mods];
-	e = CU_TRY(err, errlen, cuModuleLoad, &m->mod, path);
+	e = CU_TRY(err, errlen, cuModuleLoadData, &m->mod, data);
 	if (e)
 		return err_context(e, err, errlen, path);
 	snprintf(m->name, sizeof(m->name), "%s", name);
+	sha256_tag(data, len, m->digest);
 	g->n_mods++;
-	*ret = m->mod;
+	*ret = m;
 	return 0;
 }
 
-static int function_get(struct gpu *g, const char *cubin, const char *kernel,
-			CUfunction *ret, char *err, size_t errlen)
+static int module_get(struct gpu *g, const char *name, struct gpu_module **ret,
+		      char *err, size_t errlen)
 {
+	for (unsigned int i = 0; i < g->n_mods; i++) {
+		if (strcmp(g->mods[i].name, name) == 0) {
+			*ret = &g->mods[i];
+			return 0;
+		}
+	}
+	return module_load(g, name, ret, err, errlen);
+}
+
+/*
+ * digest, where given, is the cubin's as gemmd's catalog read it: a file
+ * replaced since then may hold a kernel of other limits than the plan
+ * was made for, so it is not run.
+ */
+static int function_get(struct gpu *g, const char *cubin, const char *digest,
+			const char *kernel, CUfunction *ret, char *err,
+			size_t errlen)
+{
+	struct gpu_module *m;
 	char what[256];
-	CUmodule mod;
 	int e;
 
-	e = module_get(g, cubin, &mod, err, errlen);
+	e = module_get(g, cubin, &m, err, errlen);
 	if (e)
 		return e;
-	e = CU_TRY(err, errlen, cuModuleGetFunction, ret, mod, kernel);
+	if (digest && *digest && strcmp(digest, m->digest)) {
+		snprintf(err, errlen,
+			 "kernel file %s/%s changed since gemmd listed it "
+			 "(listed %s, now %s): restart gemmd to list it again",
+			 g->kernel_dir, cubin, digest, m->digest);
+		return -ESTALE;
+	}
+	e = CU_TRY(err, errlen, cuModuleGetFunction, ret, m->mod, kernel);
 	if (e) {
 		snprintf(what, sizeof(what), "%s in %s", kernel, cubin);
 		return err_context(e, err, errlen, what);
@@ -494,25 +520,25 @@ static int load_reference(struct gpu *g, char *err, size_t errlen)
 	};
 	int e;
 
-	e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u16", &g->f_fill16,
-			 err, errlen);
+	e = function_get(g, REFERENCE_CUBIN, NULL, "gemmd_fill_u16",
+			 &g->f_fill16, err, errlen);
 	if (!e)
-		e = function_get(g, REFERENCE_CUBIN, "gemmd_checksum",
+		e = function_get(g, REFERENCE_CUBIN, NULL, "gemmd_checksum",
 				 &g->f_sum, err, errlen);
 	if (!e)
-		e = function_get(g, REFERENCE_CUBIN, "gemmd_fill_u32",
+		e = function_get(g, REFERENCE_CUBIN, NULL, "gemmd_fill_u32",
 				 &g->f_fill32, err, errlen);
 	if (!e)
-		e = function_get(g, REFERENCE_CUBIN, "gemmd_probe_sm",
+		e = function_get(g, REFERENCE_CUBIN, NULL, "gemmd_probe_sm",
 				 &g->f_probe, err, errlen);
 	for (int i = 0; !e && i < _GEMM_DTYPE_MAX; i++) {
-		e = function_get(g, REFERENCE_CUBIN, init[i], &g->f_init[i],
-				 err, errlen);
+		e = function_get(g, REFERENCE_CUBIN, NULL, init[i],
+				 &g->f_init[i], err, errlen);
 		if (!e && ref[i])
-			e = function_get(g, REFERENCE_CUBIN, ref[i],
+			e = function_get(g, REFERENCE_CUBIN, NULL, ref[i],
 					 &g->f_ref[i], err, errlen);
 		if (!e)
-			e = function_get(g, REFERENCE_CUBIN, cmp[i],
+			e = function_get(g, REFERENCE_CUBIN, NULL, cmp[i],
 					 &g->f_cmp[i], err, errlen);
 	}
 	return e;
@@ -1238,7 +1264,8 @@ static int run_function(struct run *r)
 	const struct gemm_plan *p = r->plan;
 	int e;
 
-	e = function_get(r->g, p->cubin, p->entry, &r->f, r->err, r->errlen);
+	e = function_get(r->g, p->cubin, p->digest, p->entry, &r->f, r->err,
+			 r->errlen);
 	if (!e)
 		e = CU(r, cuFuncSetAttribute, r->f,
 		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
