@@ -9,6 +9,7 @@
 #include "config.h"
 #include "list.h"
 #include "log.h"
+#include "node.h"
 #include "plan.h"
 #include "spec.h"
 
@@ -21,6 +22,8 @@ struct api {
 	struct job_store *jobs;
 	struct workers *workers;
 	const struct catalog *catalog;
+	json_t *node; /* node_identity(), in /healthz and every job */
+	char kernels_digest[SHA256_TAG_LEN];
 	unsigned int max_wait;
 	struct list_head waiters;
 	uint64_t start_usec;
@@ -52,6 +55,14 @@ int api_new(sd_event *event, struct job_store *jobs, struct workers *workers,
 	api->max_wait = max_wait;
 	api->start_usec = now_usec();
 	list_init(&api->waiters);
+	api->node = node_identity();
+	if (!api->node) {
+		sd_event_unref(api->event);
+		free(api);
+		return -ENOMEM;
+	}
+	job_store_set_node(jobs, api->node);
+	catalog_digest(catalog, api->kernels_digest);
 	*ret = api;
 	return 0;
 }
@@ -87,6 +98,7 @@ struct api *api_free(struct api *api)
 		return NULL;
 	api_stop(api);
 	sd_event_unref(api->event);
+	json_decref(api->node);
 	free(api);
 	return NULL;
 }
@@ -532,14 +544,17 @@ static void get_health(struct api *api, struct http_request *req)
 
 	http_respond_json(
 		req, 200,
-		json_pack("{s:s, s:b, s:s, s:I, s:o, s:{s:i, s:i}, s:i}",
+		json_pack("{s:s, s:b, s:s, s:I, s:O, s:o, s:{s:i, s:i}, s:i,"
+			  " s:s}",
 			  "status", status, "ready", 1, "version",
 			  PACKAGE_VERSION, "uptime_sec",
 			  (json_int_t)((now_usec() - api->start_usec) / 1000000),
-			  "devices", workers_devices_json(api->workers), "jobs",
-			  "queued", job_store_queued(api->jobs), "total",
+			  "node", api->node, "devices",
+			  workers_devices_json(api->workers), "jobs", "queued",
+			  job_store_queued(api->jobs), "total",
 			  job_store_count(api->jobs), "kernels",
-			  (int)catalog_size(api->catalog)),
+			  (int)catalog_size(api->catalog), "kernels_digest",
+			  api->kernels_digest),
 		NULL, NULL);
 }
 

@@ -20,6 +20,7 @@ struct job_store {
 	unsigned int deadline_max; /* seconds */
 	job_changed_fn notify;
 	void *userdata;
+	json_t *node;
 };
 
 static const char *const state_names[_JOB_STATE_MAX] = {
@@ -60,6 +61,7 @@ struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept,
 
 static void job_free(struct job *job)
 {
+	json_decref(job->node);
 	json_decref(job->device);
 	json_decref(job->result);
 	free(job);
@@ -73,8 +75,15 @@ struct job_store *job_store_free(struct job_store *s)
 		return NULL;
 	list_for_each_safe(pos, tmp, &s->jobs)
 		job_free(list_entry(pos, struct job, all));
+	json_decref(s->node);
 	free(s);
 	return NULL;
+}
+
+void job_store_set_node(struct job_store *s, json_t *node)
+{
+	json_decref(s->node);
+	s->node = json_incref(node);
 }
 
 void job_store_set_notify(struct job_store *s, job_changed_fn fn,
@@ -152,6 +161,7 @@ int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 		return r;
 	}
 	job->state = JOB_QUEUED;
+	job->node = json_incref(s->node);
 	job->spec = *spec;
 	job->created_usec = wallclock_usec();
 	job->deadline_sec = MIN(plan_deadline_sec(spec), s->deadline_max);
@@ -293,16 +303,16 @@ json_t *job_to_json(const struct job *job)
 
 	snprintf(self, sizeof(self), "/v1/jobs/%s", job->id);
 	return json_pack(
-		"{s:s, s:o, s:s, s:o, s:o, s:o, s:O?, s:O?, s:I, s:o, s:o,"
-		" s:o, s:{s:s}}",
+		"{s:s, s:o, s:s, s:o, s:o, s:o, s:O?, s:O?, s:O?, s:I, s:o,"
+		" s:o, s:o, s:{s:s}}",
 		"id", job->id, "idempotency_key",
 		job->key[0] ? json_string(job->key) : json_null(), "state",
 		job_state_to_string(job->state), "reason",
 		job->reason[0] ? json_string(job->reason) : json_null(), "spec",
 		spec_to_json(&job->spec), "plan",
-		job->planned ? plan_to_json(&job->plan) : json_null(), "device",
-		job->device, "result", job->result, "deadline_sec",
-		(json_int_t)job->deadline_sec, "created_at",
+		job->planned ? plan_to_json(&job->plan) : json_null(), "node",
+		job->node, "device", job->device, "result", job->result,
+		"deadline_sec", (json_int_t)job->deadline_sec, "created_at",
 		time_or_null(job->created_usec), "started_at",
 		time_or_null(job->started_usec), "finished_at",
 		time_or_null(job->finished_usec), "links", "self", self);

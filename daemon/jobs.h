@@ -38,6 +38,7 @@ struct job {
 	struct gemm_spec spec;
 	bool planned;
 	struct gemm_plan plan;
+	json_t *node; /* node_identity() of the gemmd that took it, or NULL */
 	json_t *device; /* identity of the GPU it ran on, or NULL */
 	json_t *result; /* the worker's result object, or NULL */
 	uint64_t created_usec, started_usec, finished_usec; /* wall clock */
@@ -57,6 +58,8 @@ struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept,
 struct job_store *job_store_free(struct job_store *s);
 void job_store_set_notify(struct job_store *s, job_changed_fn fn,
 			  void *userdata);
+/* Every job added from now on shows this node (a reference is taken). */
+void job_store_set_node(struct job_store *s, json_t *node);
 
 /*
  * A new queued job, or -EBUSY if max-queued are queued already.  A dry run

@@ -381,11 +381,20 @@ static void worker_set_state(struct worker *w, enum worker_state st)
 	log_debug("worker %d: %s", w->index, worker_state_names[st]);
 }
 
+/*
+ * What a job says of its GPU: enough to tell boards, drivers and CUDA
+ * versions apart when results from a fleet are put side by side.
+ */
 static json_t *device_identity(const struct worker *w)
 {
-	return json_pack("{s:i, s:O?, s:O?}", "index", w->index, "name",
-			 json_object_get(w->device, "name"), "uuid",
-			 json_object_get(w->device, "uuid"));
+	return json_pack("{s:i, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "index",
+			 w->index, "name", json_object_get(w->device, "name"),
+			 "uuid", json_object_get(w->device, "uuid"), "serial",
+			 json_object_get(w->device, "serial"), "vbios",
+			 json_object_get(w->device, "vbios"), "nvidia_driver",
+			 json_object_get(w->device, "nvidia_driver"),
+			 "cuda_driver",
+			 json_object_get(w->device, "driver_version"));
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)

@@ -210,6 +210,34 @@ static void test_energy_counter_steps(void)
 	CHECK(isnan(tele.energy_j));
 }
 
+static nvml_ret fake_driver(char *buf, unsigned int len)
+{
+	snprintf(buf, len, "580.159.04");
+	return NVML_SUCCESS;
+}
+
+static nvml_ret fake_vbios_fails(nvml_dev d, char *buf, unsigned int len)
+{
+	(void)d;
+	snprintf(buf, len, "garbage");
+	return NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* The driver's version, a VBIOS NVML cannot read, no serial at all. */
+static void test_identity(void)
+{
+	struct nvml n = { .driver = fake_driver, .vbios = fake_vbios_fails };
+	struct nvml_identity id;
+
+	memset(&id, 'x', sizeof(id));
+	nvml_identity(&n, &id);
+	CHECK_STREQ(id.driver, "580.159.04");
+	CHECK_STREQ(id.vbios, "");
+	CHECK_STREQ(id.serial, "");
+	nvml_identity(NULL, &id);
+	CHECK_STREQ(id.driver, "");
+}
+
 int main(void)
 {
 	RUN_TEST(test_track_more_readings_than_samples);
@@ -217,5 +245,6 @@ int main(void)
 	RUN_TEST(test_instant_power_lacking);
 	RUN_TEST(test_track_without_nvml);
 	RUN_TEST(test_energy_counter_steps);
+	RUN_TEST(test_identity);
 	return check_exit();
 }

@@ -379,8 +379,14 @@ fail:
 	return e;
 }
 
+static json_t *text_or_null(const char *s)
+{
+	return *s ? json_string(s) : json_null();
+}
+
 json_t *gpu_describe(struct gpu *g)
 {
+	struct nvml_identity id;
 	char err[256];
 	struct dev_info d;
 	size_t free_b;
@@ -389,9 +395,15 @@ json_t *gpu_describe(struct gpu *g)
 	if (dev_info_get(g->dev, &d, err, sizeof(err)) < 0)
 		return NULL;
 	o = dev_info_json(&d, g->ordinal);
-	if (o && gpu_mem_free(g, &free_b) == 0)
+	if (!o)
+		return NULL;
+	if (gpu_mem_free(g, &free_b) == 0)
 		json_object_set_new(o, "memory_free_bytes",
 				    json_integer((json_int_t)free_b));
+	nvml_identity(g->nvml, &id);
+	json_object_set_new(o, "nvidia_driver", text_or_null(id.driver));
+	json_object_set_new(o, "vbios", text_or_null(id.vbios));
+	json_object_set_new(o, "serial", text_or_null(id.serial));
 	return o;
 }
 

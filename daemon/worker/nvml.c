@@ -73,6 +73,9 @@ struct nvml {
 	nvml_ret (*temperature)(nvml_dev d, int sensor, unsigned int *c);
 	nvml_ret (*limit)(nvml_dev d, unsigned int *mw);
 	nvml_ret (*reasons)(nvml_dev d, unsigned long long *bits);
+	nvml_ret (*driver)(char *buf, unsigned int len);
+	nvml_ret (*vbios)(nvml_dev d, char *buf, unsigned int len);
+	nvml_ret (*serial)(nvml_dev d, char *buf, unsigned int len);
 };
 
 #define NVML_SYM(n, field, name) \
@@ -89,6 +92,9 @@ static void nvml_bind(struct nvml *n)
 	NVML_SYM(n, energy, "nvmlDeviceGetTotalEnergyConsumption");
 	NVML_SYM(n, temperature, "nvmlDeviceGetTemperature");
 	NVML_SYM(n, limit, "nvmlDeviceGetEnforcedPowerLimit");
+	NVML_SYM(n, driver, "nvmlSystemGetDriverVersion");
+	NVML_SYM(n, vbios, "nvmlDeviceGetVbiosVersion");
+	NVML_SYM(n, serial, "nvmlDeviceGetSerial");
 	/* The new name since driver 535; the old one is deprecated. */
 	if (!NVML_SYM(n, reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
 		NVML_SYM(n, reasons,
@@ -140,6 +146,30 @@ struct nvml *nvml_close(struct nvml *n)
 		dlclose(n->dl);
 	free(n);
 	return NULL;
+}
+
+/* NVML's string into buf: "" where it has none or the read fails. */
+static void read_text(nvml_ret r, char *buf, size_t len)
+{
+	if (r != NVML_SUCCESS)
+		buf[0] = '\0';
+	buf[len - 1] = '\0';
+}
+
+void nvml_identity(struct nvml *n, struct nvml_identity *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!n)
+		return;
+	if (n->driver)
+		read_text(n->driver(ret->driver, sizeof(ret->driver)),
+			  ret->driver, sizeof(ret->driver));
+	if (n->vbios)
+		read_text(n->vbios(n->dev, ret->vbios, sizeof(ret->vbios)),
+			  ret->vbios, sizeof(ret->vbios));
+	if (n->serial)
+		read_text(n->serial(n->dev, ret->serial, sizeof(ret->serial)),
+			  ret->serial, sizeof(ret->serial));
 }
 
 static double read_clock(struct nvml *n, int type)

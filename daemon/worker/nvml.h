@@ -25,6 +25,20 @@ struct nvml *nvml_open(const char *uuid);
 struct nvml *nvml_close(struct nvml *n);
 
 /*
+ * Who the GPU is beyond its UUID, for results gathered across a fleet:
+ * the NVIDIA driver's version ("580.159.04"), the VBIOS's and the
+ * board's serial number.  "" for each NVML cannot give (n NULL, an old
+ * library, a board without a serial).
+ */
+struct nvml_identity {
+	char driver[80]; /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
+	char vbios[32]; /* NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE */
+	char serial[32]; /* NVML_DEVICE_SERIAL_BUFFER_SIZE is 30 */
+};
+
+void nvml_identity(struct nvml *n, struct nvml_identity *ret);
+
+/*
  * The energy counter, in joules since the driver loaded; NAN without it.
  * A read takes milliseconds: read it only while the GPU has work queued.
  * Read between two chunks of samples, it left the GPU idle that long
