@@ -561,14 +561,32 @@ static void print_plan(const json_t *plan, const json_t *spec)
 
 static void print_device(const json_t *dev)
 {
+	const char *driver = ctl_jstr(dev, "nvidia_driver");
 	char index[32];
 
 	if (!json_is_object(dev)) {
 		field("device:", "-");
 		return;
 	}
-	field("device:", "%s %s", int_text(dev, "index", index, sizeof(index)),
-	      ctl_jstr(dev, "name") ?: "");
+	if (driver)
+		field("device:", "%s %s, driver %s",
+		      int_text(dev, "index", index, sizeof(index)),
+		      ctl_jstr(dev, "name") ?: "", driver);
+	else
+		field("device:", "%s %s",
+		      int_text(dev, "index", index, sizeof(index)),
+		      ctl_jstr(dev, "name") ?: "");
+}
+
+/* Who took the job: what tells a fleet's results apart. */
+static void print_node(const json_t *node)
+{
+	const char *host = ctl_jstr(node, "hostname");
+
+	if (!json_is_object(node))
+		return;
+	field("node:", "%s (gemmd %s)", host ?: "-",
+	      ctl_jstr(node, "gemmd") ?: "-");
 }
 
 static void print_timing(const json_t *result)
@@ -829,6 +847,7 @@ void ctl_print_job(const json_t *job)
 	print_state(job);
 	print_problem(json_object_get(job, "spec"));
 	print_plan(json_object_get(job, "plan"), json_object_get(job, "spec"));
+	print_node(json_object_get(job, "node"));
 	print_device(json_object_get(job, "device"));
 	print_result(job);
 	for (i = 0; i < ARRAY_SIZE(times); i++) {
