@@ -9,6 +9,7 @@
 #include "config.h"
 #include "list.h"
 #include "log.h"
+#include "metrics.h"
 #include "node.h"
 #include "plan.h"
 #include "spec.h"
@@ -558,6 +559,29 @@ static void get_health(struct api *api, struct http_request *req)
 		NULL, NULL);
 }
 
+static void get_metrics(struct api *api, struct http_request *req)
+{
+	json_t *devices = workers_devices_json(api->workers);
+	struct metrics_view v = {
+		.node = api->node,
+		.kernels_digest = api->kernels_digest,
+		.kernels = (unsigned int)catalog_size(api->catalog),
+		.uptime_sec = (now_usec() - api->start_usec) / 1000000,
+		.devices = devices,
+	};
+	char *text;
+
+	job_store_counts(api->jobs, &v.jobs);
+	text = devices ? metrics_text(&v) : NULL;
+	json_decref(devices);
+	if (!text) {
+		http_respond_errorf(req, 500, "internal", NULL,
+				    "out of memory for the metrics");
+		return;
+	}
+	http_respond_text(req, 200, METRICS_CONTENT_TYPE, text);
+}
+
 static bool only_get(struct http_request *req, const char *method)
 {
 	if (is_get(method))
@@ -579,6 +603,9 @@ void api_handle(struct http_request *req, void *userdata)
 	if (!strcmp(path, "/healthz")) {
 		if (only_get(req, method))
 			get_health(api, req);
+	} else if (!strcmp(path, "/metrics")) {
+		if (only_get(req, method))
+			get_metrics(api, req);
 	} else if (!strcmp(path, "/v1/kernels")) {
 		if (only_get(req, method))
 			http_respond_json(

@@ -199,9 +199,10 @@ static const char unencodable[] = "{\n"
 				  "  }\n"
 				  "}\n";
 
-static int respond_text(struct http_request *req, unsigned int status,
-			char *text, enum MHD_ResponseMemoryMode mode,
-			const char *header, const char *value)
+static int respond_typed(struct http_request *req, unsigned int status,
+			 const char *type, char *text,
+			 enum MHD_ResponseMemoryMode mode, const char *header,
+			 const char *value)
 {
 	struct MHD_Response *resp;
 	int r;
@@ -212,8 +213,7 @@ static int respond_text(struct http_request *req, unsigned int status,
 			free(text);
 		return -ENOMEM;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-				"application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
 				"no-store");
 	if (header)
@@ -222,6 +222,21 @@ static int respond_text(struct http_request *req, unsigned int status,
 	MHD_destroy_response(resp);
 	req->responded = true;
 	return r;
+}
+
+static int respond_text(struct http_request *req, unsigned int status,
+			char *text, enum MHD_ResponseMemoryMode mode,
+			const char *header, const char *value)
+{
+	return respond_typed(req, status, "application/json", text, mode,
+			     header, value);
+}
+
+int http_respond_text(struct http_request *req, unsigned int status,
+		      const char *type, char *text)
+{
+	return respond_typed(req, status, type, text, MHD_RESPMEM_MUST_FREE,
+			     NULL, NULL);
 }
 
 /* body as text, with a newline that keeps curl output readable. */

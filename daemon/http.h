@@ -68,6 +68,9 @@ void http_request_resume(struct http_request *req);
 int http_respond_json(struct http_request *req, unsigned int status,
 		      json_t *body, const char *header, const char *value);
 int http_respond_error(struct http_request *req, const struct gemmd_error *e);
+/* Respond with text (malloc()ed, taken) of this Content-Type. */
+int http_respond_text(struct http_request *req, unsigned int status,
+		      const char *type, char *text);
 /*
  * The same, telling the client when to try again: retry_sec (not 0) as a
  * Retry-After header and as "retry_after_sec" in the error object.  0

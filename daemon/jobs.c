@@ -16,6 +16,7 @@ struct job_store {
 	struct list_head queue;
 	unsigned int n_jobs, n_queued, n_final;
 	uint64_t n_created;
+	uint64_t n_ended[_JOB_STATE_MAX]; /* since start, kept or dropped */
 	unsigned int max_queued, max_kept;
 	unsigned int deadline_max; /* seconds */
 	job_changed_fn notify;
@@ -284,8 +285,20 @@ void job_finish(struct job_store *s, struct job *job, enum job_state state,
 		va_end(ap);
 	}
 	s->n_final++;
+	s->n_ended[state]++;
 	job_changed(s, job);
 	job_store_trim(s, job);
+}
+
+void job_store_counts(const struct job_store *s, struct job_counts *ret)
+{
+	const struct list_head *pos;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->created = s->n_created;
+	memcpy(ret->ended, s->n_ended, sizeof(ret->ended));
+	list_for_each(pos, &s->jobs)
+		ret->kept[list_entry(pos, struct job, all)->state]++;
 }
 
 static json_t *time_or_null(uint64_t usec)

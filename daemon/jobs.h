@@ -77,6 +77,15 @@ struct job *job_store_next_for(struct job_store *s, int device);
 /* The oldest queued job that names this device (-1: that names none). */
 struct job *job_store_next_named(struct job_store *s, int device);
 unsigned int job_store_queued(const struct job_store *s);
+
+/* What /metrics counts: since gemmd started, and what is kept now. */
+struct job_counts {
+	uint64_t created; /* jobs accepted, dry runs included */
+	uint64_t ended[_JOB_STATE_MAX]; /* by final state, dropped or not */
+	unsigned int kept[_JOB_STATE_MAX]; /* the jobs kept now, by state */
+};
+
+void job_store_counts(const struct job_store *s, struct job_counts *ret);
 unsigned int job_store_count(const struct job_store *s);
 
 void job_start(struct job_store *s, struct job *job, json_t *device);

@@ -1078,6 +1078,11 @@ json_t *workers_devices_json(const struct workers *p)
 	return a;
 }
 
+const char *workers_state_name(unsigned int i)
+{
+	return i < _WORKER_STATE_MAX ? worker_state_names[i] : NULL;
+}
+
 const char *workers_health(const struct workers *p)
 {
 	unsigned int i;

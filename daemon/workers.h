@@ -54,5 +54,7 @@ bool workers_in_service(const struct workers *w, int index,
 bool workers_device_limits(const struct workers *w, int index,
 			   struct device_limits *ret);
 json_t *workers_devices_json(const struct workers *w);
+/* The i-th name a worker's "state" may have, NULL past the last. */
+const char *workers_state_name(unsigned int i);
 /* "ok" when every worker is up, "degraded" otherwise, "no_devices". */
 const char *workers_health(const struct workers *w);
