@@ -684,22 +684,32 @@ static const struct ctl_shape jobs_shape = { "a job list", "jobs", JSON_ARRAY };
  * Every page of a listing, from path on, into all: gemmd answers at most
  * 1000 jobs a request and links the next page.  Takes path.
  */
+/*
+ * Every page, following "next" from path (taken).  A link to a page
+ * already fetched would never end: gemmd's pages only go forward, so
+ * such a reply is an error, not a loop.
+ */
 static int fetch_pages(struct ctl *ctl, char *path, json_t *all)
 {
-	json_t *page = NULL;
+	json_t *page = NULL, *seen = json_object();
 	const char *next;
-	int r = CTL_EXIT_OK;
+	int r = seen ? CTL_EXIT_OK : oom();
 
 	while (path && r == CTL_EXIT_OK) {
+		if (json_object_set_new(seen, path, json_true()) < 0) {
+			r = oom();
+			break;
+		}
 		r = call(ctl, "GET", path, NULL, 0, 0, &jobs_shape, &page);
 		if (r != CTL_EXIT_OK)
 			break;
 		next = json_string_value(json_object_get(page, "next"));
 		if (json_array_extend(all, json_object_get(page, "jobs")) < 0) {
 			r = oom();
-		} else if (next && !strcmp(next, path)) {
-			/* A page linking itself would never end. */
-			fprintf(stderr, "gemmctl: GET %s%s: next page is %s\n",
+		} else if (next && json_object_get(seen, next)) {
+			fprintf(stderr,
+				"gemmctl: GET %s%s: next page is %s, "
+				"a page already listed\n",
 				ctl->http.url, path, next);
 			r = CTL_EXIT_ERROR;
 		} else {
@@ -711,6 +721,7 @@ static int fetch_pages(struct ctl *ctl, char *path, json_t *all)
 		json_decref(page);
 	}
 	free(path);
+	json_decref(seen);
 	return r;
 }
 
