@@ -562,6 +562,15 @@ static int enumerate(struct tune *t)
 }
 
 /* Dry-runs candidate c: planned (CAND_VALID) or refused, with why. */
+/*
+ * gemmd's planner judged the candidate: a 422, or a 400 for a knob a
+ * newer gemmd no longer takes.  Any other answer is not about it.
+ */
+static bool planner_refused(const struct ctl_reply *reply)
+{
+	return reply->status == 400 || reply->status == 422;
+}
+
 static int dry_run(struct tune *t, struct cand *c)
 {
 	struct ctl_reply reply = {};
@@ -571,18 +580,32 @@ static int dry_run(struct tune *t, struct cand *c)
 	r = post_dry_run(t, c->kernel, &reply);
 	if (r < 0)
 		return ctl_transport_exit(r);
-	if (is_2xx(&reply))
+	r = CTL_EXIT_OK;
+	if (is_2xx(&reply)) {
 		job = reply_job(&reply);
-	if (job) {
+		if (!job) {
+			fprintf(stderr,
+				"gemmctl: POST %s/v1/jobs: reply is not a "
+				"job\n",
+				t->http.url);
+			r = CTL_EXIT_ERROR;
+			goto out;
+		}
 		c->plan = json_incref(json_object_get(job, "plan"));
 		c->state = CAND_VALID;
-	} else {
+	} else if (planner_refused(&reply)) {
 		c->error = reply_error(&reply);
 		c->state = CAND_REFUSED;
+	} else {
+		/* A 5xx, a proxy's 401 or 404: no verdict on any candidate. */
+		ctl_report_error(&t->http, t->opts->json, "POST", "/v1/jobs",
+				 &reply);
+		r = CTL_EXIT_ERROR;
 	}
+out:
 	json_decref(job);
 	ctl_reply_done(&reply);
-	return CTL_EXIT_OK;
+	return r;
 }
 
 static int dry_run_all(struct tune *t)

@@ -17,7 +17,8 @@ in the order the jobs are first polled:
 A RULE of drop_post:N spoils the Nth POST /v1/jobs that is not a dry run
 (from 1) instead: gemmd gets it and makes the job, and the client gets
 no answer, its connection closed, as when a network drops a reply.
-drop_dry:N does the same to the Nth dry run.
+drop_dry:N does the same to the Nth dry run.  fail_dry:N answers the
+Nth dry run with a 500 and a gemmd-style error, without asking gemmd.
 
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
@@ -43,8 +44,9 @@ class Proxy(http.server.ThreadingHTTPServer):
     def __init__(self, upstream, rules):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
-        self.rules = [r for r in rules if not r.startswith("drop_")]
-        self.drops = {r for r in rules if r.startswith("drop_")}
+        self.rules = [r for r in rules
+                      if not r.startswith(("drop_", "fail_dry:"))]
+        self.drops = {r for r in rules if r.startswith(("drop_", "fail_"))}
         self.posts = {"drop_post": 0, "drop_dry": 0}
         self.polled = {}  # job id -> its rule, in first-poll order
         self.lock = threading.Lock()
@@ -69,19 +71,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def drop_post(self, body):
-        """Whether this request is a POST of a job whose answer to drop."""
+    def post_rule(self, body):
+        """For a POST of a job: "drop" or "fail" where a rule spoils it."""
         if self.command != "POST" or not self.path.startswith("/v1/jobs"):
-            return False
+            return None
         try:
             kind = ("drop_dry" if json.loads(body or b"{}").get("dry_run")
                     else "drop_post")
         except ValueError:
-            return False
+            return None
         with self.server.lock:
             self.server.posts[kind] += 1
-            return ("%s:%d" % (kind, self.server.posts[kind])
-                    in self.server.drops)
+            n = self.server.posts[kind]
+        if "%s:%d" % (kind, n) in self.server.drops:
+            return "drop"
+        if kind == "drop_dry" and "fail_dry:%d" % n in self.server.drops:
+            return "fail"
+        return None
 
     def upstream(self, path, body):
         req = urllib.request.Request(self.server.upstream + path,
@@ -107,7 +113,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
-        if self.drop_post(body):
+        post = self.post_rule(body)
+        if post == "fail":
+            print("fault-proxy: %s %s -> 500" % (self.command, self.path),
+                  file=sys.stderr, flush=True)
+            self.answer(500, {"Content-Type": "application/json"},
+                        b'{"error": {"code": "internal", "message": '
+                        b'"fault-proxy: failed on purpose", "field": null}}')
+            return
+        if post == "drop":
             status, _, reply = self.upstream(self.path, body)
             job = json.loads(reply).get("id") if status < 300 else None
             print("fault-proxy: %s %s -> dropped (%d, job %s)" %
