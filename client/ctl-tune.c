@@ -301,9 +301,12 @@ static int read_base(struct tune *t, const char *name, const char *text,
 	 * read_job() has checked the grammar: what is left is jansson's.  A
 	 * key twice is refused, as gemmd refuses it (duplicate_key): the
 	 * jobs sent are made from what is read here, where the last would
-	 * win.
+	 * win.  A \u0000 is read, and sent on for gemmd to refuse with its
+	 * own null_byte, as submit's would be; a number past 64 bits cannot
+	 * be read at all.
 	 */
-	t->base = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+	t->base = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+			     &err);
 	if (!t->base) {
 		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
 			       err.column, err.text);

@@ -68,6 +68,7 @@ static void usage(FILE *f)
 		"  health                      check that gemmd is up\n"
 		"  tune FILE [OPTION]...       try each kernel configuration the catalog\n"
 		"                              offers for the job in FILE and rank them\n"
+		"  help                        show this help\n"
 		"\n"
 		"Options of tune:\n"
 		"  --dry-run             only check the candidates with dry runs (no GPU\n"
@@ -82,7 +83,8 @@ static void usage(FILE *f)
 		"  --top N               rank only the N fastest\n"
 		"  -v, --verbose         list the candidates gemmd refused, and why\n"
 		"\n"
-		"Options (anywhere on the line):\n"
+		"Options (anywhere on the line; each that takes a value also as\n"
+		"--name=VALUE):\n"
 		"  --url URL      gemmd's address (default: $GEMMD_URL, else %s)\n"
 		"  --json         print gemmd's JSON reply, indented\n"
 		"  --timeout SEC  give up on a request after SEC s (default 30, 0: never);\n"
@@ -296,6 +298,14 @@ static int set_key(const char *v, const char **ret_key)
 	return 0;
 }
 
+/* A word meant as a number: digits, with a sign or not. */
+static bool looks_numeric(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	return *s >= '0' && *s <= '9';
+}
+
 static int parse_submit(int argc, char **argv, const char **ret_file,
 			long *ret_wait, const char **ret_key)
 {
@@ -316,11 +326,15 @@ static int parse_submit(int argc, char **argv, const char **ret_file,
 			if (set_key(a + 6, ret_key) < 0)
 				return -EINVAL;
 		} else if (opts && !strcmp(a, "--wait")) {
-			/* The number is optional: take the next word if it is one. */
+			/*
+			 * The number is optional: the next word is it if it
+			 * looks like one, and then it must be a good one.
+			 */
 			*ret_wait = DEFAULT_WAIT_S;
-			if (i + 1 < argc &&
-			    !parse_seconds(argv[i + 1], ret_wait))
-				i++;
+			if (i + 1 < argc && looks_numeric(argv[i + 1]) &&
+			    parse_seconds(argv[++i], ret_wait) < 0)
+				return usage_error(
+					"submit: invalid --wait '%s'", argv[i]);
 		} else if (opts && !strncmp(a, "--wait=", 7)) {
 			if (parse_seconds(a + 7, ret_wait) < 0)
 				return usage_error(
