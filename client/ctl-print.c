@@ -213,6 +213,14 @@ static bool jint(const json_t *obj, const char *key, json_int_t *ret)
 }
 
 /* "32x16x1" from [32,16,1]; "-" when it is not an array of integers. */
+/* buf of len bytes after text of used bytes was put in it: cut, "...". */
+static const char *mark_cut(char *buf, size_t len, size_t used)
+{
+	if (used >= len && len > 3)
+		memcpy(buf + len - 4, "...", 4);
+	return buf;
+}
+
 static const char *dims(const json_t *arr, char *buf, size_t len)
 {
 	size_t i, used = 0;
@@ -228,7 +236,7 @@ static const char *dims(const json_t *arr, char *buf, size_t len)
 				 "%s%" JSON_INTEGER_FORMAT, i ? "x" : "",
 				 json_integer_value(v));
 	}
-	return buf;
+	return mark_cut(buf, len, used);
 }
 
 /* ["bf16", "fp32"] as "bf16,fp32"; "-" when empty or not strings. */
@@ -246,7 +254,7 @@ static const char *names(const json_t *arr, char *buf, size_t len)
 		used += snprintf(buf + used, len - used, "%s%s", i ? "," : "",
 				 s);
 	}
-	return buf;
+	return mark_cut(buf, len, used);
 }
 
 /* Integer member as text, "-" when absent. */
