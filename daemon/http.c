@@ -17,6 +17,14 @@
 #include "log.h"
 
 #define LISTEN_BACKLOG 512
+/*
+ * Each connection's memory pool, for its request line, headers and query
+ * parameters: at MHD's 32 KiB a URL of some 500 parameters (4 KB) ran
+ * it out, and MHD closed the connection without an answer.  64 KiB takes
+ * some 900 (past that the same happens: MHD's), and a 100 KB URL or
+ * header still gets MHD's 414 or 431.
+ */
+#define HTTP_CONNECTION_MEMORY (64u * 1024)
 
 struct http_server {
 	struct MHD_Daemon *mhd;
@@ -368,6 +376,59 @@ static const char *unknown_coding(struct http_request *req)
 }
 
 /*
+ * What MHD's C strings would hide: a header or query value with a NUL in
+ * it (MHD hands on "k1" for "k1\0other"), a query parameter without a
+ * value ("?state", which MHD gives as NULL, as if not sent), and an
+ * Idempotency-Key sent twice (MHD hands on the first).  The first such
+ * thing found is kept in e.
+ */
+struct value_check {
+	struct gemmd_error e;
+	unsigned int keys;
+};
+
+static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
+				   const char *key, size_t key_size,
+				   const char *value, size_t value_size)
+{
+	struct value_check *v = cls;
+	const char *what = kind == MHD_HEADER_KIND ? "header" :
+						     "query "
+						     "parameter";
+
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		gemmd_error_set(&v->e, 400, "null_byte", key,
+				"%s %s holds a NUL byte", what, key);
+		return MHD_NO;
+	}
+	if (kind == MHD_GET_ARGUMENT_KIND && !value) {
+		gemmd_error_set(&v->e, 400, "invalid_value", key,
+				"query parameter %s has no value: send "
+				"%s=VALUE",
+				key, key);
+		return MHD_NO;
+	}
+	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Idempotency-Key") &&
+	    ++v->keys > 1) {
+		gemmd_error_set(&v->e, 400, "invalid_value", "Idempotency-Key",
+				"Idempotency-Key sent more than once");
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static bool bad_values(struct http_request *req, struct gemmd_error *ret)
+{
+	struct value_check v = { .e.status = 0 };
+
+	MHD_get_connection_values_n(req->conn,
+				    MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
+				    check_value, &v);
+	*ret = v.e;
+	return v.e.status != 0;
+}
+
+/*
  * Answers now a request that its headers already rule out.  Answered
  * before its body, a request has no body read: MHD sends the answer and
  * closes the connection.
@@ -375,6 +436,7 @@ static const char *unknown_coding(struct http_request *req)
 static void check_headers(struct http_request *req)
 {
 	const char *te = unknown_coding(req);
+	struct gemmd_error e;
 
 	if (te)
 		http_respond_errorf(req, 501, "unsupported_transfer_encoding",
@@ -382,6 +444,8 @@ static void check_headers(struct http_request *req)
 				    "transfer coding \"%s\" is not supported; "
 				    "send the body as is or chunked",
 				    te);
+	else if (bad_values(req, &e))
+		http_respond_error(req, &e);
 	else if (declared_too_large(req))
 		http_respond_errorf(req, 413, "body_too_large", NULL,
 				    "request body over %u bytes",
@@ -413,6 +477,21 @@ static void append_body(struct http_request *req, const char *data, size_t size)
 	req->body[req->len] = '\0';
 }
 
+/*
+ * The path of a request target in absolute form ("http://host/v1/jobs"),
+ * which HTTP/1.1 servers must take (RFC 9112 3.2.2), as of one in origin
+ * form ("/v1/jobs").
+ */
+static const char *origin_path(const char *url)
+{
+	const char *p;
+
+	if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
+		return url;
+	p = strchr(strstr(url, "://") + 3, '/');
+	return p ? p : "/";
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -428,7 +507,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->srv = s;
 		req->conn = conn;
 		req->method = method;
-		req->path = url;
+		req->path = origin_path(url);
 		*con_cls = req;
 		check_headers(req);
 		return MHD_YES;
@@ -624,7 +703,9 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)HTTP_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, s, MHD_OPTION_END);
 	if (!s->mhd) {
 		close(fd);
 		r = log_error_errno(-EIO, "Cannot start the HTTP server");

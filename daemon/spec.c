@@ -834,20 +834,112 @@ static const char *parse_error_text(const json_error_t *jerr)
 	return jerr->text;
 }
 
+/*
+ * Where in the document jansson stopped, as a field ("verify.seed",
+ * "kernel.cluster[1]"): the keys and indices of the containers open at
+ * byte pos, each object's being its last key read.  jansson stops just
+ * past a number too large or a key given twice, so this names what a
+ * client sent wrong.  "" at the top level or for a key too long.
+ */
+struct path_level {
+	bool array;
+	unsigned int index; /* in an array */
+	const char *key; /* in an object: the last key, in the text */
+	size_t key_len;
+};
+
+#define PATH_DEPTH 8
+
+static size_t scan_string(const char *text, size_t len, size_t i)
+{
+	for (i++; i < len && text[i] != '"'; i++)
+		if (text[i] == '\\')
+			i++;
+	return i;
+}
+
+static void path_format(const struct path_level *lv, int depth, char *buf,
+			size_t buflen)
+{
+	size_t used = 0;
+	int d;
+
+	buf[0] = '\0';
+	for (d = 0; d < depth && used < buflen; d++) {
+		if (lv[d].array)
+			used += snprintf(buf + used, buflen - used, "[%u]",
+					 lv[d].index);
+		else if (lv[d].key)
+			used += snprintf(buf + used, buflen - used, "%s%.*s",
+					 used ? "." : "", (int)lv[d].key_len,
+					 lv[d].key);
+	}
+	if (used >= buflen)
+		buf[0] = '\0';
+}
+
+static void json_path_at(const char *text, size_t len, size_t pos, char *buf,
+			 size_t buflen)
+{
+	struct path_level lv[PATH_DEPTH];
+	bool want_key = false;
+	int depth = 0;
+	size_t i, end;
+
+	for (i = 0; i < len && i < pos; i++) {
+		char c = text[i];
+
+		if (c == '{' || c == '[') {
+			if (depth == PATH_DEPTH)
+				break;
+			lv[depth++] = (struct path_level){ .array = c == '[' };
+			want_key = c == '{';
+		} else if ((c == '}' || c == ']') && depth) {
+			depth--;
+		} else if (c == ',' && depth) {
+			if (lv[depth - 1].array)
+				lv[depth - 1].index++;
+			else
+				want_key = true;
+		} else if (c == '"') {
+			end = scan_string(text, len, i);
+			if (want_key && depth && !lv[depth - 1].array) {
+				lv[depth - 1].key = text + i + 1;
+				lv[depth - 1].key_len = end - i - 1;
+				want_key = false;
+			}
+			i = end;
+		}
+	}
+	path_format(lv, depth, buf, buflen);
+	/* Keys are quoted as sent: one with an escape or a NUL, none. */
+	if (memchr(buf, '\\', strlen(buf)))
+		buf[0] = '\0';
+}
+
 int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 	       struct gemmd_error *err)
 {
+	char field[sizeof(err->field)] = "";
 	json_error_t jerr;
 	json_t *root;
 	int r;
 
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return gemmd_error_set(err, 400, parse_error_code(&jerr), NULL,
+	if (!root) {
+		enum json_error_code c = json_error_code(&jerr);
+
+		if (c == json_error_numeric_overflow ||
+		    c == json_error_duplicate_key)
+			json_path_at(body, len, (size_t)jerr.position, field,
+				     sizeof(field));
+		return gemmd_error_set(err, 400, parse_error_code(&jerr),
+				       field[0] ? field : NULL,
 				       "invalid JSON at line %d, column %d: "
 				       "%s",
 				       jerr.line, jerr.column,
 				       parse_error_text(&jerr));
+	}
 	r = spec_from_json(root, ret, err);
 	json_decref(root);
 	return r;

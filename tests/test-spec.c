@@ -468,7 +468,7 @@ static void test_family_errors(void)
 	expect_error(JOB("\"alpha\":1000000.5"), "out_of_range", "alpha");
 	expect_error(JOB("\"beta\":-2e6"), "out_of_range", "beta");
 	expect_error(JOB("\"beta\":false"), "invalid_type", "beta");
-	expect_error(JOB("\"beta\":1e999"), "numeric_overflow", NULL);
+	expect_error(JOB("\"beta\":1e999"), "numeric_overflow", "beta");
 	/* clusters: powers of two up to 8 a side, 16 CTAs in all */
 	expect_error(KERNEL("\"cluster\":[3,1]"), "invalid_value",
 		     "kernel.cluster[0]");
@@ -493,11 +493,23 @@ static void test_malformed(void)
 	expect_error("{\"m\":NaN,\"n\":1,\"k\":8}", "invalid_json", NULL);
 	expect_error("{\"m\":\"a\\u0000b\",\"n\":1,\"k\":8}", "null_byte",
 		     NULL);
-	expect_error("{\"m\":1,\"m\":2,\"n\":1,\"k\":8}", "duplicate_key",
-		     NULL);
-	expect_error("{\"m\":1e999,\"n\":1,\"k\":8}", "numeric_overflow", NULL);
+	expect_error("{\"m\":1,\"m\":2,\"n\":1,\"k\":8}", "duplicate_key", "m");
+	expect_error("{\"m\":1e999,\"n\":1,\"k\":8}", "numeric_overflow", "m");
 	expect_error("{\"m\":99999999999999999999,\"n\":1,\"k\":8}",
-		     "numeric_overflow", NULL);
+		     "numeric_overflow", "m");
+	/* the field a number too large or a key twice is in, however deep */
+	expect_error("{\"m\":256,\"n\":256,\"k\":256,\"verify\":"
+		     "{\"init\":\"normal\",\"seed\":9223372036854775808}}",
+		     "numeric_overflow", "verify.seed");
+	expect_error("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{\"cluster\":"
+		     "[1, 1e400]}}",
+		     "numeric_overflow", "kernel.cluster[1]");
+	expect_error("{\"m\":8,\"n\":8,\"k\":8,\"kernel\":{\"tile\":\"a\","
+		     "\"x\":{\"y\":[]},\"tile\":\"b\"}}",
+		     "duplicate_key", "kernel.tile");
+	/* a key with an escape is not quoted back as a field */
+	expect_error("{\"m\":8,\"n\":8,\"k\":8,\"a\\\"b\":1,\"a\\\"b\":2}",
+		     "duplicate_key", "");
 }
 
 /* The message says what was wrong, not which jansson flag was missing. */
