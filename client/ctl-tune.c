@@ -69,6 +69,7 @@ struct tune {
 	json_t *base; /* the job as read */
 	json_t *fixed; /* its "kernel" object: the knobs it fixes */
 	json_t *spec; /* the base as gemmd resolved it, defaults filled in */
+	json_t *node; /* who answered the base's dry run, or NULL */
 	struct cand *cands;
 	size_t n, alloc;
 	char sweep_id[17]; /* in each candidate's Idempotency-Key */
@@ -343,6 +344,7 @@ static int check_base(struct tune *t)
 	}
 	job = reply_job(&reply);
 	t->spec = json_incref(json_object_get(job, "spec"));
+	t->node = json_incref(json_object_get(job, "node"));
 	if (!json_is_object(t->spec)) {
 		fprintf(stderr,
 			"gemmctl: POST %s/v1/jobs: reply is not a job\n",
@@ -1101,14 +1103,15 @@ static json_t *plan_of(const struct cand *c)
 static json_t *ranked_entry(const struct cand *c, size_t rank)
 {
 	return json_pack(
-		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?}",
+		"{s:I, s:O, s:s, s:s?, s:O?, s:O?, s:s, s:O?, s:O?, s:O?, s:O?}",
 		"rank", (json_int_t)rank, "kernel", c->kernel, "id", c->id,
 		"state", ctl_jstr(c->job, "state"), "tflops",
 		result_member(c->job, "tflops"), "median_us",
 		json_object_get(result_member(c->job, "timing"), "median_us"),
 		"verify", ctl_job_verdict(c->job), "speedup_vs_baseline",
 		result_member(c->job, "speedup_vs_baseline"), "launch",
-		result_member(c->job, "launch"), "plan", plan_of(c));
+		result_member(c->job, "launch"), "plan", plan_of(c), "device",
+		json_object_get(c->job, "device"));
 }
 
 /* Why c did not make the ranking, for people. */
@@ -1144,10 +1147,11 @@ static json_t *failed_entry(const struct cand *c)
 	char *why = failure_text(c);
 	json_t *e;
 
-	e = json_pack("{s:O, s:s?, s:s?, s:s?, s:O?, s:O?}", "kernel",
+	e = json_pack("{s:O, s:s?, s:s?, s:s?, s:O?, s:O?, s:O?}", "kernel",
 		      c->kernel, "id", c->id, "state",
 		      ctl_jstr(c->job, "state"), "reason", why, "error",
-		      c->error, "plan", plan_of(c));
+		      c->error, "plan", plan_of(c), "device",
+		      json_object_get(c->job, "device"));
 	free(why);
 	return e;
 }
@@ -1276,10 +1280,12 @@ static int report(const struct tune *t)
 		goto out;
 	}
 	best = json_object_get(json_array_get(ranking, 0), "kernel");
-	doc = json_pack("{s:O, s:I, s:O, s:O, s:O, s:O?}", "base", t->base,
-			"candidates", (json_int_t)t->n, "refused", refused,
-			"results", t->opts->dry_run ? valid : ranking, "failed",
-			failed, "best", best);
+	doc = json_pack("{s:O, s:s?, s:O?, s:I, s:O, s:O, s:O, s:O?}", "base",
+			t->base, "sweep", t->sweep_id[0] ? t->sweep_id : NULL,
+			"node", t->node, "candidates", (json_int_t)t->n,
+			"refused", refused, "results",
+			t->opts->dry_run ? valid : ranking, "failed", failed,
+			"best", best);
 	if (doc)
 		r = json_dumpf(doc, stdout,
 			       JSON_INDENT(2) | JSON_REAL_PRECISION(15));
@@ -1315,6 +1321,7 @@ static void tune_done(struct tune *t)
 	}
 	free(t->cands);
 	json_decref(t->spec);
+	json_decref(t->node);
 	json_decref(t->base);
 }
 
