@@ -392,9 +392,7 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				   const char *value, size_t value_size)
 {
 	struct value_check *v = cls;
-	const char *what = kind == MHD_HEADER_KIND ? "header" :
-						     "query "
-						     "parameter";
+	const char *what = kind == MHD_HEADER_KIND ? "header" : "parameter";
 
 	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
 		gemmd_error_set(&v->e, 400, "null_byte", key,
@@ -403,9 +401,8 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 	}
 	if (kind == MHD_GET_ARGUMENT_KIND && !value) {
 		gemmd_error_set(&v->e, 400, "invalid_value", key,
-				"query parameter %s has no value: send "
-				"%s=VALUE",
-				key, key);
+				"parameter %s has no value: send %s=VALUE", key,
+				key);
 		return MHD_NO;
 	}
 	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Idempotency-Key") &&
