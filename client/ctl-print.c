@@ -1241,3 +1241,59 @@ void ctl_print_object(json_t *obj)
 {
 	print_flat(obj, "");
 }
+
+/* --- documents of our own ------------------------------------------------- */
+
+int ctl_print_doc(const json_t *doc)
+{
+	if (!doc || json_dumpf(doc, stdout,
+			       JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0)
+		return -ENOMEM;
+	putchar('\n');
+	return 0;
+}
+
+/* --- gpus ---------------------------------------------------------------- */
+
+static void gpu_row(struct table *t, size_t row, const json_t *e)
+{
+	const json_t *clock = json_object_get(e, "sm_clock_mhz");
+	double v;
+	char buf[32];
+
+	table_set(t, row, 0, "%s", int_text(e, "index", buf, sizeof(buf)));
+	table_set(t, row, 1, "%s", ctl_jstr(e, "name") ?: "-");
+	if (jnum(e, "tflops", &v))
+		table_set(t, row, 2, "%.1f", v);
+	else
+		table_set(t, row, 2, "-");
+	if (jnum(e, "of_best", &v))
+		table_set(t, row, 3, "%.1f %%", 100 * v);
+	else
+		table_set(t, row, 3, "-");
+	if (jnum(clock, "median", &v))
+		table_set(t, row, 4, "%.0f", v);
+	else
+		table_set(t, row, 4, "-");
+	if (jnum(e, "power_limit_w", &v))
+		table_set(t, row, 5, "%.0f", v);
+	else
+		table_set(t, row, 5, "-");
+	table_set(t, row, 6, "%s", ctl_jstr(e, "verify") ?: "-");
+	table_set(t, row, 7, "%s", ctl_jstr(e, "verdict") ?: "-");
+	table_set(t, row, 8, "%s", ctl_jstr(e, "why") ?: "");
+}
+
+int ctl_print_gpus(const json_t *rows, double tolerance)
+{
+	static const char *const head[] = { "GPU",     "NAME",	  "TFLOP/s",
+					    "OF_BEST", "SM_MHZ",  "LIMIT_W",
+					    "VERIFY",  "VERDICT", "WHY" };
+	struct table t = { .head = head,
+			   .align = "rlrrrrlll",
+			   .ncols = ARRAY_SIZE(head) };
+
+	printf("%zu GPU(s); slow: under %.1f %% of the best\n",
+	       json_array_size(rows), 100 * (1 - tolerance));
+	return print_rows(&t, rows, "no GPU", gpu_row);
+}

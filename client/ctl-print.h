@@ -67,3 +67,13 @@ void ctl_print_tune_refused(const json_t *entries);
 
 /* Any object as "key: value" lines, for people. */
 void ctl_print_object(json_t *obj);
+/*
+ * A JSON document of gemmctl's own (tune's, gpus'), indented by 2,
+ * numbers to 15 digits; -ENOMEM where doc is NULL or will not encode.
+ */
+int ctl_print_doc(const json_t *doc);
+/*
+ * gemmctl gpus: a line with the rule, then a table of the entries
+ * ctl-gpus.c makes, one a GPU.
+ */
+int ctl_print_gpus(const json_t *rows, double tolerance);

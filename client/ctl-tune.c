@@ -293,36 +293,6 @@ static bool delete_job(const struct ctl_http *http, const char *job_id)
 
 /* --- the base job ---------------------------------------------------------- */
 
-static int read_base(struct tune *t, const char *name, const char *text,
-		     size_t len)
-{
-	json_error_t err;
-
-	/*
-	 * read_job() has checked the grammar: what is left is jansson's.  A
-	 * key twice is refused, as gemmd refuses it (duplicate_key): the
-	 * jobs sent are made from what is read here, where the last would
-	 * win.  A \u0000 is read, and sent on for gemmd to refuse with its
-	 * own null_byte, as submit's would be; a number past 64 bits cannot
-	 * be read at all.
-	 */
-	t->base = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-			     &err);
-	if (!t->base) {
-		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
-			       err.column, err.text);
-		fputc('\n', stderr);
-		return CTL_EXIT_ERROR;
-	}
-	if (!json_is_object(t->base)) {
-		fprintf(stderr, "gemmctl: %s: the base job is not an object\n",
-			name);
-		return CTL_EXIT_ERROR;
-	}
-	t->fixed = json_object_get(t->base, "kernel");
-	return CTL_EXIT_OK;
-}
-
 /*
  * The base job, dry run as it is: gemmd's own error for a bad one, and
  * for a good one its spec with the defaults (out_dtype, layout) filled in.
@@ -1286,11 +1256,7 @@ static int report(const struct tune *t)
 			"refused", refused, "results",
 			t->opts->dry_run ? valid : ranking, "failed", failed,
 			"best", best);
-	if (doc)
-		r = json_dumpf(doc, stdout,
-			       JSON_INDENT(2) | JSON_REAL_PRECISION(15));
-	if (!r)
-		putchar('\n');
+	r = ctl_print_doc(doc);
 out:
 	json_decref(doc);
 	json_decref(valid);
@@ -1336,14 +1302,15 @@ static bool any_valid(const struct tune *t)
 }
 
 int ctl_tune(const struct ctl_http *http, const struct ctl_tune_opts *opts,
-	     const char *name, const char *spec, size_t len)
+	     json_t *base)
 {
-	struct tune t = { .http = *http, .opts = opts };
+	struct tune t = { .http = *http,
+			  .opts = opts,
+			  .base = json_incref(base),
+			  .fixed = json_object_get(base, "kernel") };
 	int r;
 
-	r = read_base(&t, name, spec, len);
-	if (r == CTL_EXIT_OK)
-		r = check_base(&t);
+	r = check_base(&t);
 	if (r == CTL_EXIT_OK)
 		r = enumerate(&t);
 	if (r == CTL_EXIT_OK)

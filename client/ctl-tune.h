@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "ctl-http.h"
 
 struct ctl_tune_opts {
@@ -23,10 +25,10 @@ struct ctl_tune_opts {
 };
 
 /*
- * Tunes the base job in spec[0..len), read from name (for messages).
+ * Tunes the base job, an object (a reference is taken).
  * Returns an exit status (enum ctl_exit): CTL_EXIT_OK when a candidate
  * passed (or, with --dry-run, was valid), CTL_EXIT_ERROR when none did or
  * gemmd refused the base job, CTL_EXIT_INTERRUPTED after SIGINT.
  */
 int ctl_tune(const struct ctl_http *http, const struct ctl_tune_opts *opts,
-	     const char *name, const char *spec, size_t len);
+	     json_t *base);

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "ctl-gpus.h"
 #include "ctl-http.h"
 #include "ctl-print.h"
 #include "ctl-tune.h"
@@ -68,6 +69,10 @@ static void usage(FILE *f)
 		"  health                      check that gemmd is up\n"
 		"  tune FILE [OPTION]...       try each kernel configuration the catalog\n"
 		"                              offers for the job in FILE and rank them\n"
+		"  gpus FILE [--tolerance PCT] [--wait SEC]\n"
+		"                              run the job in FILE on every GPU at once;\n"
+		"                              fail a GPU under (100 - PCT) %% of the\n"
+		"                              best (default 5) or not verified\n"
 		"  help                        show this help\n"
 		"\n"
 		"Options of tune:\n"
@@ -95,7 +100,8 @@ static void usage(FILE *f)
 		"Exit status: 0 success; 1 gemmd reported an error; 2 usage error;\n"
 		"3 gemmd cannot be reached; 4 submit --wait: the job did not end\n"
 		"done with verification passed or not checked.  tune: 1 also when no\n"
-		"candidate passed (with --dry-run: none was valid); 130 interrupted.\n",
+		"candidate passed (with --dry-run: none was valid); 130 interrupted.\n"
+		"gpus: 1 also when a GPU is slow or failed.\n",
 		DEFAULT_URL);
 }
 
@@ -574,8 +580,15 @@ static int match_tune(int argc, char **argv, int *i, struct ctl_tune_opts *o)
 	return 0;
 }
 
-static int parse_tune(int argc, char **argv, const char **ret_file,
-		      struct ctl_tune_opts *o)
+/*
+ * The words of a command that takes one job file and options: match
+ * takes an option at argv[*i] (1), leaves a word that is not one (0) or
+ * refuses it (< 0, reported).
+ */
+static int parse_file_and(const char *cmd, int argc, char **argv,
+			  const char **ret_file,
+			  int (*match)(int argc, char **argv, int *i, void *o),
+			  void *o)
 {
 	bool opts = true;
 	int i, r;
@@ -587,20 +600,62 @@ static int parse_tune(int argc, char **argv, const char **ret_file,
 			opts = false;
 			continue;
 		}
-		r = opts ? match_tune(argc, argv, &i, o) : 0;
+		r = opts ? match(argc, argv, &i, o) : 0;
 		if (r < 0)
 			return r;
 		if (r)
 			continue;
 		if (opts && a[0] == '-' && a[1])
-			return usage_error("tune: unknown option '%s'", a);
+			return usage_error("%s: unknown option '%s'", cmd, a);
 		if (*ret_file)
-			return usage_error("tune: unexpected argument '%s'", a);
+			return usage_error("%s: unexpected argument '%s'", cmd,
+					   a);
 		*ret_file = a;
 	}
 	if (!*ret_file)
-		return usage_error("tune: missing job file ('-' for stdin)");
+		return usage_error("%s: missing job file ('-' for stdin)", cmd);
 	return 0;
+}
+
+static int match_tune_any(int argc, char **argv, int *i, void *o)
+{
+	return match_tune(argc, argv, i, o);
+}
+
+/*
+ * The job in file as an object, for the commands that make jobs of it
+ * (tune, gpus).  A key twice is refused, as gemmd refuses it
+ * (duplicate_key): the jobs sent are made from what is read here, where
+ * the last would win.  A \u0000 is read, and sent on for gemmd to refuse
+ * with its own null_byte, as submit's would be; a number past 64 bits
+ * cannot be read at all.
+ */
+static int read_base(const char *file, json_t **ret)
+{
+	const char *name = strcmp(file, "-") ? file : "<stdin>";
+	json_error_t err;
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (read_job(file, &buf, &len) < 0)
+		return CTL_EXIT_ERROR;
+	*ret = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+			  &err);
+	free(buf);
+	if (!*ret) {
+		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
+			       err.column, err.text);
+		fputc('\n', stderr);
+		return CTL_EXIT_ERROR;
+	}
+	if (!json_is_object(*ret)) {
+		fprintf(stderr, "gemmctl: %s: the job is not an object\n",
+			name);
+		json_decref(*ret);
+		*ret = NULL;
+		return CTL_EXIT_ERROR;
+	}
+	return CTL_EXIT_OK;
 }
 
 static int cmd_tune(struct ctl *ctl, int argc, char **argv)
@@ -608,17 +663,78 @@ static int cmd_tune(struct ctl *ctl, int argc, char **argv)
 	struct ctl_tune_opts o = { .wait_s = DEFAULT_TUNE_WAIT_S,
 				   .json = ctl->json };
 	const char *file = NULL;
-	char *buf = NULL;
-	size_t len = 0;
+	json_t *base = NULL;
 	int r;
 
-	if (parse_tune(argc, argv, &file, &o) < 0)
+	if (parse_file_and("tune", argc, argv, &file, match_tune_any, &o) < 0)
 		return CTL_EXIT_USAGE;
-	if (read_job(file, &buf, &len) < 0)
-		return CTL_EXIT_ERROR;
-	r = ctl_tune(&ctl->http, &o, strcmp(file, "-") ? file : "<stdin>", buf,
-		     len);
-	free(buf);
+	r = read_base(file, &base);
+	if (r == CTL_EXIT_OK)
+		r = ctl_tune(&ctl->http, &o, base);
+	json_decref(base);
+	return r;
+}
+
+/* --- gpus ----------------------------------------------------------------- */
+
+#define DEFAULT_GPUS_TOLERANCE 0.05
+
+/* "5" or "5%": a percentage of the best, 0 up to (not) 100. */
+static int parse_tolerance(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && *end == '%')
+		end++;
+	if (errno || end == s || *end || !(v >= 0 && v < 100))
+		return usage_error("gpus: invalid --tolerance '%s': want a "
+				   "percentage, 0 up to 100",
+				   s);
+	*ret = v / 100;
+	return 0;
+}
+
+static int match_gpus(int argc, char **argv, int *i, void *opts)
+{
+	struct ctl_gpus_opts *o = opts;
+	const char *v;
+	int r;
+
+	r = match_value("--tolerance", argc, argv, i, &v);
+	if (r > 0)
+		return parse_tolerance(v, &o->tolerance) ?: 1;
+	if (r)
+		return r;
+	r = match_value("--wait", argc, argv, i, &v);
+	if (r > 0 && parse_seconds(v, &o->wait_s) < 0)
+		return usage_error("gpus: invalid --wait '%s'", v);
+	return r;
+}
+
+static int cmd_gpus(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_gpus_opts o = { .tolerance = DEFAULT_GPUS_TOLERANCE,
+				   .wait_s = DEFAULT_WAIT_S,
+				   .json = ctl->json };
+	const char *file = NULL;
+	json_t *base = NULL;
+	int r;
+
+	if (parse_file_and("gpus", argc, argv, &file, match_gpus, &o) < 0)
+		return CTL_EXIT_USAGE;
+	r = read_base(file, &base);
+	if (r == CTL_EXIT_OK &&
+	    json_is_true(json_object_get(base, "dry_run"))) {
+		fprintf(stderr, "gemmctl: gpus: a dry run runs on no GPU: "
+				"nothing to compare\n");
+		r = CTL_EXIT_ERROR;
+	}
+	if (r == CTL_EXIT_OK)
+		r = ctl_gpus(&ctl->http, &o, base);
+	json_decref(base);
 	return r;
 }
 
@@ -859,7 +975,7 @@ static const struct command commands[] = {
 	{ "list", cmd_list },	    { "cancel", cmd_cancel },
 	{ "kernels", cmd_kernels }, { "devices", cmd_devices },
 	{ "health", cmd_health },   { "help", cmd_help },
-	{ "tune", cmd_tune },
+	{ "tune", cmd_tune },	    { "gpus", cmd_gpus },
 };
 
 /* --- main ----------------------------------------------------------------- */

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl-gpus.c - gemmctl gpus: the same job on each GPU, compared.
+ *
+ * All the jobs are submitted first, so that the GPUs run at once, under
+ * the load a sweep puts on the node (power, heat, the host), and then
+ * each is waited for.  A GPU whose job ends other than done and verified,
+ * or whose rate is under (1 - tolerance) of the best GPU's, fails the
+ * check.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "ctl-gpus.h"
+#include "ctl-print.h"
+#include "util.h"
+
+/* Each wait request holds at most this long (gemmd's cap is 3600). */
+#define GPUS_POLL_S 600L
+
+struct gpu_run {
+	json_t *device; /* from GET /v1/devices */
+	json_t *job; /* the last we heard of its job, or NULL */
+	char *why; /* why it has no job, or NULL */
+};
+
+struct gpus {
+	const struct ctl_http *http;
+	const struct ctl_gpus_opts *opts;
+	json_t *base;
+	struct gpu_run *runs;
+	size_t n;
+	bool has_deadline;
+	double deadline; /* CLOCK_MONOTONIC s */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const struct ctl_shape job_shape = { "a job", "id", JSON_STRING };
+
+static int get_devices(struct gpus *g)
+{
+	static const struct ctl_shape shape = { "a device list", "devices",
+						JSON_ARRAY };
+	json_t *root = NULL, *devices;
+	size_t i;
+	int r;
+
+	r = ctl_call(g->http, false, "GET", "/v1/devices", NULL, 0, 0, &shape,
+		     &root);
+	if (r != CTL_EXIT_OK)
+		return r;
+	devices = json_object_get(root, "devices");
+	g->n = json_array_size(devices);
+	if (!g->n) {
+		fprintf(stderr, "gemmctl: gpus: gemmd at %s has no GPU\n",
+			g->http->url);
+		json_decref(root);
+		return CTL_EXIT_ERROR;
+	}
+	g->runs = calloc(g->n, sizeof(*g->runs));
+	if (!g->runs) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	for (i = 0; i < g->n; i++)
+		g->runs[i].device = json_incref(json_array_get(devices, i));
+	json_decref(root);
+	return CTL_EXIT_OK;
+}
+
+static int submit(struct gpus *g, struct gpu_run *run)
+{
+	json_t *spec = json_deep_copy(g->base);
+	char *body = NULL;
+	int r = -ENOMEM;
+
+	if (!spec || json_object_set(spec, "device",
+				     json_object_get(run->device, "index")) < 0)
+		goto out;
+	body = json_dumps(spec, JSON_COMPACT);
+	if (!body)
+		goto out;
+	r = ctl_call(g->http, false, "POST", "/v1/jobs", body, strlen(body), 0,
+		     &job_shape, &run->job);
+	/* Refused: gemmd's error has been printed; the GPU fails the check. */
+	if (r != CTL_EXIT_OK && r != CTL_EXIT_UNREACHABLE) {
+		run->why = strdup("gemmd refused the job (above)");
+		r = run->why ? CTL_EXIT_OK : -ENOMEM;
+	}
+out:
+	free(body);
+	json_decref(spec);
+	return r;
+}
+
+static bool in_flight(const json_t *job)
+{
+	const char *state = ctl_jstr(job, "state");
+
+	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
+}
+
+/* Seconds the next wait may hold; 0 once the deadline has passed. */
+static long wait_for(const struct gpus *g)
+{
+	double left;
+
+	if (!g->has_deadline)
+		return GPUS_POLL_S;
+	left = g->deadline - now_s();
+	if (left < 1)
+		return 0;
+	return MIN((long)left, GPUS_POLL_S);
+}
+
+static char *job_path(const json_t *job, const char *suffix)
+{
+	char *id = ctl_http_escape(ctl_jstr(job, "id"));
+	char *path = NULL;
+
+	if (id && asprintf(&path, "/v1/jobs/%s%s", id, suffix) < 0)
+		path = NULL;
+	free(id);
+	return path;
+}
+
+/* Out of time: the job is cancelled, so that it holds its GPU no longer. */
+static int give_up(struct gpus *g, struct gpu_run *run)
+{
+	static const struct ctl_shape shape = { "a job", "id", JSON_STRING,
+						true };
+	char *path = job_path(run->job, "");
+	json_t *job = NULL;
+
+	if (!path)
+		return -ENOMEM;
+	ctl_call(g->http, false, "DELETE", path, NULL, 0, 0, &shape, &job);
+	free(path);
+	json_decref(job);
+	run->why = strdup("cancelled: --wait ran out");
+	return run->why ? CTL_EXIT_OK : -ENOMEM;
+}
+
+static int wait_job(struct gpus *g, struct gpu_run *run)
+{
+	char suffix[32];
+	json_t *job;
+	char *path;
+	long w;
+	int r;
+
+	while (in_flight(run->job)) {
+		w = wait_for(g);
+		if (!w)
+			return give_up(g, run);
+		snprintf(suffix, sizeof(suffix), "?wait=%ld", w);
+		path = job_path(run->job, suffix);
+		if (!path)
+			return -ENOMEM;
+		job = NULL;
+		r = ctl_call(g->http, false, "GET", path, NULL, 0, w,
+			     &job_shape, &job);
+		free(path);
+		if (r != CTL_EXIT_OK)
+			return r;
+		json_decref(run->job);
+		run->job = job;
+	}
+	return CTL_EXIT_OK;
+}
+
+static double job_tflops(const json_t *job)
+{
+	const json_t *v =
+		json_object_get(json_object_get(job, "result"), "tflops");
+
+	return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static double best_tflops(const struct gpus *g)
+{
+	double best = 0;
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		if (ctl_job_succeeded(g->runs[i].job))
+			best = MAX(best, job_tflops(g->runs[i].job));
+	return best;
+}
+
+/* "ok", "slow" or "failed", and why where it is not ok. */
+static const char *verdict(const struct gpus *g, const struct gpu_run *run,
+			   double best, char *why, size_t len)
+{
+	const char *state = ctl_jstr(run->job, "state");
+	double t = job_tflops(run->job);
+
+	why[0] = '\0';
+	if (run->why) {
+		snprintf(why, len, "%s", run->why);
+		return "failed";
+	}
+	if (!ctl_job_succeeded(run->job)) {
+		const char *reason = ctl_jstr(run->job, "reason");
+
+		if (state && !strcmp(state, "done"))
+			snprintf(why, len, "verification failed");
+		else
+			snprintf(why, len, "%s%s%s", state ?: "no state",
+				 reason ? ": " : "", reason ?: "");
+		return "failed";
+	}
+	if (!(t > 0)) {
+		snprintf(why, len, "no rate (a dry run?)");
+		return "failed";
+	}
+	if (t < (1 - g->opts->tolerance) * best) {
+		snprintf(why, len, "%.1f %% under the best",
+			 100 * (1 - t / best));
+		return "slow";
+	}
+	return "ok";
+}
+
+static json_t *telemetry(const json_t *job, const char *key)
+{
+	return json_object_get(json_object_get(json_object_get(job, "result"),
+					       "telemetry"),
+			       key);
+}
+
+static json_t *entry(const struct gpus *g, const struct gpu_run *run,
+		     double best)
+{
+	double t = job_tflops(run->job);
+	char why[256];
+	const char *v = verdict(g, run, best, why, sizeof(why));
+
+	return json_pack("{s:O?, s:O?, s:O?, s:s?, s:s?, s:o, s:o, s:O?,"
+			 " s:O?, s:s, s:s, s:s?}",
+			 "index", json_object_get(run->device, "index"), "name",
+			 json_object_get(run->device, "name"), "uuid",
+			 json_object_get(run->device, "uuid"), "id",
+			 ctl_jstr(run->job, "id"), "state",
+			 ctl_jstr(run->job, "state"), "tflops",
+			 t > 0 ? json_real(t) : json_null(), "of_best",
+			 t > 0 && best > 0 ? json_real(t / best) : json_null(),
+			 "sm_clock_mhz", telemetry(run->job, "sm_clock_mhz"),
+			 "power_limit_w", telemetry(run->job, "power_limit_w"),
+			 "verify", ctl_job_verdict(run->job), "verdict", v,
+			 "why", why[0] ? why : NULL);
+}
+
+static int report(struct gpus *g, bool *ret_ok)
+{
+	double best = best_tflops(g);
+	json_t *rows = json_array(), *doc = NULL, *e;
+	int r = -ENOMEM;
+	size_t i;
+
+	*ret_ok = rows != NULL;
+	for (i = 0; rows && i < g->n; i++) {
+		e = entry(g, &g->runs[i], best);
+		if (!e || json_array_append_new(rows, e) < 0)
+			goto out;
+		*ret_ok &= !strcmp(ctl_jstr(e, "verdict"), "ok");
+	}
+	if (!g->opts->json) {
+		r = ctl_print_gpus(rows, g->opts->tolerance);
+		goto out;
+	}
+	doc = json_pack("{s:O, s:f, s:o, s:O}", "base", g->base, "tolerance",
+			g->opts->tolerance, "best_tflops",
+			best > 0 ? json_real(best) : json_null(), "gpus", rows);
+	r = ctl_print_doc(doc);
+out:
+	json_decref(doc);
+	json_decref(rows);
+	return r;
+}
+
+static void gpus_done(struct gpus *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		json_decref(g->runs[i].device);
+		json_decref(g->runs[i].job);
+		free(g->runs[i].why);
+	}
+	free(g->runs);
+	json_decref(g->base);
+}
+
+static int run_all(struct gpus *g)
+{
+	size_t i;
+	int r = CTL_EXIT_OK;
+
+	for (i = 0; i < g->n && r == CTL_EXIT_OK; i++)
+		r = submit(g, &g->runs[i]);
+	for (i = 0; i < g->n && r == CTL_EXIT_OK; i++)
+		r = wait_job(g, &g->runs[i]);
+	return r;
+}
+
+int ctl_gpus(const struct ctl_http *http, const struct ctl_gpus_opts *opts,
+	     json_t *base)
+{
+	struct gpus g = { .http = http,
+			  .opts = opts,
+			  .base = json_incref(base) };
+	bool ok = false;
+	int r;
+
+	g.has_deadline = opts->wait_s > 0;
+	g.deadline = now_s() + (double)opts->wait_s;
+	r = get_devices(&g);
+	if (r == CTL_EXIT_OK)
+		r = run_all(&g);
+	if (r == CTL_EXIT_OK)
+		r = report(&g, &ok);
+	gpus_done(&g);
+	if (r < 0) {
+		fprintf(stderr, "gemmctl: gpus: %s\n", strerror(-r));
+		return CTL_EXIT_ERROR;
+	}
+	if (r == CTL_EXIT_OK && !ok)
+		r = CTL_EXIT_ERROR;
+	return r;
+}
