@@ -105,13 +105,6 @@ out:
 	return r;
 }
 
-static bool in_flight(const json_t *job)
-{
-	const char *state = ctl_jstr(job, "state");
-
-	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
-}
-
 /* Seconds the next wait may hold; 0 once the deadline has passed. */
 static long wait_for(const struct gpus *g)
 {
@@ -139,16 +132,7 @@ static char *job_path(const json_t *job, const char *suffix)
 /* Out of time: the job is cancelled, so that it holds its GPU no longer. */
 static int give_up(struct gpus *g, struct gpu_run *run)
 {
-	static const struct ctl_shape shape = { "a job", "id", JSON_STRING,
-						true };
-	char *path = job_path(run->job, "");
-	json_t *job = NULL;
-
-	if (!path)
-		return -ENOMEM;
-	ctl_call(g->http, false, "DELETE", path, NULL, 0, 0, &shape, &job);
-	free(path);
-	json_decref(job);
+	ctl_job_delete(g->http, ctl_jstr(run->job, "id"));
 	run->why = strdup("cancelled: --wait ran out");
 	return run->why ? CTL_EXIT_OK : -ENOMEM;
 }
@@ -161,7 +145,7 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 	long w;
 	int r;
 
-	while (in_flight(run->job)) {
+	while (ctl_job_in_flight(run->job)) {
 		w = wait_for(g);
 		if (!w)
 			return give_up(g, run);

@@ -51,6 +51,9 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 		     long extra_s, struct ctl_reply *ret);
 void ctl_reply_done(struct ctl_reply *r);
 
+/* DELETE /v1/jobs/ID, best effort, unreported: whether gemmd took it. */
+bool ctl_job_delete(const struct ctl_http *h, const char *job_id);
+
 /* Percent-encodes s for a path segment or query value; NULL on OOM. */
 char *ctl_http_escape(const char *s);
 

@@ -430,6 +430,13 @@ const char *ctl_job_verdict(const json_t *job)
 	return json_is_true(json_object_get(v, "passed")) ? "PASSED" : "FAILED";
 }
 
+bool ctl_job_in_flight(const json_t *job)
+{
+	const char *state = ctl_jstr(job, "state");
+
+	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
+}
+
 bool ctl_job_succeeded(const json_t *job)
 {
 	const char *state = ctl_jstr(job, "state");

@@ -45,6 +45,12 @@ void ctl_print_job(const json_t *job);
 const char *ctl_jstr(const json_t *obj, const char *key);
 /* Whether a finished job is a success: done, and not failing verification. */
 bool ctl_job_succeeded(const json_t *job);
+/*
+ * A job lives while queued or running.  Any other state ends it, also one
+ * this gemmctl does not know (a newer gemmd's), where waiting for it could
+ * go on forever.
+ */
+bool ctl_job_in_flight(const json_t *job);
 /* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */
 const char *ctl_job_verdict(const json_t *job);
 

@@ -251,18 +251,6 @@ static json_t *reply_error(const struct ctl_reply *reply)
 	return json_pack("{s:s, s:s}", "code", "http_status", "message", msg);
 }
 
-/*
- * A job lives while queued or running.  Any other state ends it, also one
- * this gemmctl does not know (a newer gemmd's): the report then lists it
- * as failed in that state, where waiting for it could go on forever.
- */
-static bool job_ended(const json_t *job)
-{
-	const char *state = ctl_jstr(job, "state");
-
-	return !state || (strcmp(state, "queued") && strcmp(state, "running"));
-}
-
 /* Whether gemmd's job state is one that gemmd ends jobs in. */
 static bool state_is_final(const char *state)
 {
@@ -273,22 +261,6 @@ static bool state_is_final(const char *state)
 		if (!strcmp(state, final[i]))
 			return true;
 	return false;
-}
-
-/* DELETE /v1/jobs/ID, best effort: whether gemmd took it. */
-static bool delete_job(const struct ctl_http *http, const char *job_id)
-{
-	struct ctl_reply reply = {};
-	char *id = ctl_http_escape(job_id), *path = NULL;
-	bool ok = false;
-
-	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
-	    ctl_http_request(http, "DELETE", path, NULL, 0, 0, &reply) == 0)
-		ok = is_2xx(&reply);
-	ctl_reply_done(&reply);
-	free(path);
-	free(id);
-	return ok;
 }
 
 /* --- the base job ---------------------------------------------------------- */
@@ -763,7 +735,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 	t->lost_polls = 0;
 	if (is_2xx(&reply))
 		job = reply_job(&reply);
-	if (job && job_ended(job)) {
+	if (job && !ctl_job_in_flight(job)) {
 		c->job = json_incref(job);
 		c->state = CAND_ENDED;
 		/*
@@ -773,7 +745,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		 * a job that really ended (409), which changes nothing.
 		 */
 		if (!state_is_final(ctl_jstr(job, "state")))
-			delete_job(&t->http, c->id);
+			ctl_job_delete(&t->http, c->id);
 	} else if (!job) {
 		/*
 		 * 404: gone (gemmd restarted, or dropped it).  Any other
@@ -784,7 +756,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		c->error = reply_error(&reply);
 		c->state = CAND_FAILED;
 		if (reply.status != 404)
-			delete_job(&t->http, c->id);
+			ctl_job_delete(&t->http, c->id);
 	}
 	t->inflight -= c->state != CAND_INFLIGHT;
 	json_decref(job);
@@ -887,7 +859,7 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	} else {
 		c->state = CAND_FAILED;
 		c->why = why;
-		n = c->id && delete_job(http, c->id);
+		n = c->id && ctl_job_delete(http, c->id);
 	}
 	json_decref(job);
 	return n;
@@ -907,7 +879,7 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 			continue;
 		c->state = CAND_FAILED;
 		c->why = why;
-		n += delete_job(&http, c->id);
+		n += ctl_job_delete(&http, c->id);
 	}
 	t->inflight = 0;
 	return n + cancel_lost(t, &http, why);
