@@ -1019,17 +1019,19 @@ static void device_row(struct table *t, size_t row, const json_t *d)
 		table_set(t, row, 6, "%.0f MHz", khz / 1000);
 	else
 		table_set(t, row, 6, "-");
-	table_set(t, row, 7, "%s", ctl_jstr(d, "driver_version") ?: "-");
-	worker_cell(t, row, 8, json_object_get(d, "worker"));
+	table_set(t, row, 7, "%s", ctl_jstr(d, "nvidia_driver") ?: "-");
+	table_set(t, row, 8, "%s", ctl_jstr(d, "driver_version") ?: "-");
+	worker_cell(t, row, 9, json_object_get(d, "worker"));
 }
 
 int ctl_print_devices(const json_t *devices)
 {
 	static const char *const head[] = { "INDEX",	 "NAME",   "CC",
 					    "SMS",	 "MEMORY", "SM_CLOCK",
-					    "MEM_CLOCK", "DRIVER", "WORKER" };
+					    "MEM_CLOCK", "DRIVER", "CUDA",
+					    "WORKER" };
 	struct table t = { .head = head,
-			   .align = "rllrrrrll",
+			   .align = "rllrrrrlll",
 			   .ncols = ARRAY_SIZE(head) };
 
 	size_t i;
