@@ -47,37 +47,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const struct ctl_shape job_shape = { "a job", "id", JSON_STRING };
-
 static int get_devices(struct gpus *g)
 {
-	static const struct ctl_shape shape = { "a device list", "devices",
-						JSON_ARRAY };
-	json_t *root = NULL, *devices;
+	json_t *devices = NULL;
 	size_t i;
 	int r;
 
-	r = ctl_call(g->http, false, "GET", "/v1/devices", NULL, 0, 0, &shape,
-		     &root);
+	r = ctl_devices(g->http, &devices);
 	if (r != CTL_EXIT_OK)
 		return r;
-	devices = json_object_get(root, "devices");
 	g->n = json_array_size(devices);
 	if (!g->n) {
 		fprintf(stderr, "gemmctl: gpus: gemmd at %s has no GPU\n",
 			g->http->url);
-		json_decref(root);
+		json_decref(devices);
 		return CTL_EXIT_ERROR;
 	}
 	g->runs = calloc(g->n, sizeof(*g->runs));
-	if (!g->runs) {
-		json_decref(root);
-		return -ENOMEM;
-	}
-	for (i = 0; i < g->n; i++)
+	for (i = 0; g->runs && i < g->n; i++)
 		g->runs[i].device = json_incref(json_array_get(devices, i));
-	json_decref(root);
-	return CTL_EXIT_OK;
+	json_decref(devices);
+	return g->runs ? CTL_EXIT_OK : -ENOMEM;
 }
 
 static int submit(struct gpus *g, struct gpu_run *run)
@@ -93,7 +83,7 @@ static int submit(struct gpus *g, struct gpu_run *run)
 	if (!body)
 		goto out;
 	r = ctl_call(g->http, false, "POST", "/v1/jobs", body, strlen(body), 0,
-		     &job_shape, &run->job);
+		     &ctl_job_shape, &run->job);
 	/* Refused: gemmd's error has been printed; the GPU fails the check. */
 	if (r != CTL_EXIT_OK && r != CTL_EXIT_UNREACHABLE) {
 		run->why = strdup("gemmd refused the job (above)");
@@ -155,7 +145,7 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 			return -ENOMEM;
 		job = NULL;
 		r = ctl_call(g->http, false, "GET", path, NULL, 0, w,
-			     &job_shape, &job);
+			     &ctl_job_shape, &job);
 		free(path);
 		if (r != CTL_EXIT_OK)
 			return r;

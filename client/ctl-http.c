@@ -468,3 +468,19 @@ bool ctl_job_delete(const struct ctl_http *h, const char *job_id)
 	free(id);
 	return ok;
 }
+
+const struct ctl_shape ctl_job_shape = { "a job", "id", JSON_STRING };
+
+int ctl_devices(const struct ctl_http *h, json_t **ret)
+{
+	static const struct ctl_shape shape = { "a device list", "devices",
+						JSON_ARRAY };
+	json_t *root = NULL;
+	int r;
+
+	r = ctl_call(h, false, "GET", "/v1/devices", NULL, 0, 0, &shape, &root);
+	if (r == CTL_EXIT_OK)
+		*ret = json_incref(json_object_get(root, "devices"));
+	json_decref(root);
+	return r;
+}

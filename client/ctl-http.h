@@ -51,6 +51,15 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 		     long extra_s, struct ctl_reply *ret);
 void ctl_reply_done(struct ctl_reply *r);
 
+/* What a reply with a job must hold: its "id". */
+extern const struct ctl_shape ctl_job_shape;
+
+/*
+ * GET /v1/devices, unprinted: *ret the array of devices (a new
+ * reference).  Returns an exit status; a failure has been reported.
+ */
+int ctl_devices(const struct ctl_http *h, json_t **ret);
+
 /* DELETE /v1/jobs/ID, best effort, unreported: whether gemmd took it. */
 bool ctl_job_delete(const struct ctl_http *h, const char *job_id);
 

@@ -573,22 +573,18 @@ static int dry_run_all(struct tune *t)
 /* At most --max-inflight, by default one a GPU of the node. */
 static int set_max_inflight(struct tune *t)
 {
-	static const struct ctl_shape shape = { "a device list", "devices",
-						JSON_ARRAY };
-	json_t *root = NULL;
+	json_t *devices = NULL;
 	int r;
 
 	if (t->opts->max_inflight > 0) {
 		t->max_inflight = (size_t)t->opts->max_inflight;
 		return CTL_EXIT_OK;
 	}
-	r = ctl_call(&t->http, false, "GET", "/v1/devices", NULL, 0, 0, &shape,
-		     &root);
+	r = ctl_devices(&t->http, &devices);
 	if (r != CTL_EXIT_OK)
 		return r;
-	t->max_inflight = MAX(json_array_size(json_object_get(root, "devices")),
-			      (size_t)1);
-	json_decref(root);
+	t->max_inflight = MAX(json_array_size(devices), (size_t)1);
+	json_decref(devices);
 	return CTL_EXIT_OK;
 }
 

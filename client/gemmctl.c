@@ -255,12 +255,6 @@ static int operands(const char *cmd, const char *what, int argc, char **argv,
 
 /* --- requests ------------------------------------------------------------- */
 
-static const struct ctl_shape job_shape = {
-	.what = "a job",
-	.key = "id",
-	.type = JSON_STRING,
-};
-
 /* ctl_call() with the global options. */
 static int call(struct ctl *ctl, const char *method, const char *path,
 		const char *body, size_t len, long extra_s,
@@ -476,7 +470,7 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 	else
 		snprintf(path, sizeof(path), "/v1/jobs");
 
-	r = call(ctl, "POST", path, buf, len, MAX(wait_s, 0L), &job_shape,
+	r = call(ctl, "POST", path, buf, len, MAX(wait_s, 0L), &ctl_job_shape,
 		 &job);
 	if (r == CTL_EXIT_OK && !ctl->json)
 		ctl_print_job(job);
@@ -770,7 +764,7 @@ static int job_call(struct ctl *ctl, const char *cmd, const char *method,
 
 static int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
-	return job_call(ctl, "status", "GET", &job_shape, argc, argv);
+	return job_call(ctl, "status", "GET", &ctl_job_shape, argc, argv);
 }
 
 static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
