@@ -539,6 +539,11 @@ static void route_job(struct api *api, struct http_request *req,
 		delete_job(api, req, job);
 }
 
+static uint64_t uptime_sec(const struct api *api)
+{
+	return (now_usec() - api->start_usec) / 1000000;
+}
+
 static void get_health(struct api *api, struct http_request *req)
 {
 	const char *status = workers_health(api->workers);
@@ -549,10 +554,9 @@ static void get_health(struct api *api, struct http_request *req)
 			  " s:s}",
 			  "status", status, "ready", 1, "version",
 			  PACKAGE_VERSION, "uptime_sec",
-			  (json_int_t)((now_usec() - api->start_usec) / 1000000),
-			  "node", api->node, "devices",
-			  workers_devices_json(api->workers), "jobs", "queued",
-			  job_store_queued(api->jobs), "total",
+			  (json_int_t)uptime_sec(api), "node", api->node,
+			  "devices", workers_devices_json(api->workers), "jobs",
+			  "queued", job_store_queued(api->jobs), "total",
 			  job_store_count(api->jobs), "kernels",
 			  (int)catalog_size(api->catalog), "kernels_digest",
 			  api->kernels_digest),
@@ -566,7 +570,7 @@ static void get_metrics(struct api *api, struct http_request *req)
 		.node = api->node,
 		.kernels_digest = api->kernels_digest,
 		.kernels = (unsigned int)catalog_size(api->catalog),
-		.uptime_sec = (now_usec() - api->start_usec) / 1000000,
+		.uptime_sec = uptime_sec(api),
 		.devices = devices,
 	};
 	char *text;
