@@ -39,14 +39,6 @@ struct gpus {
 	double deadline; /* CLOCK_MONOTONIC s */
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int get_devices(struct gpus *g)
 {
 	json_t *devices = NULL;
@@ -102,7 +94,7 @@ static long wait_for(const struct gpus *g)
 
 	if (!g->has_deadline)
 		return GPUS_POLL_S;
-	left = g->deadline - now_s();
+	left = g->deadline - ctl_now_s();
 	if (left < 1)
 		return 0;
 	return MIN((long)left, GPUS_POLL_S);
@@ -300,7 +292,7 @@ int ctl_gpus(const struct ctl_http *http, const struct ctl_gpus_opts *opts,
 	int r;
 
 	g.has_deadline = opts->wait_s > 0;
-	g.deadline = now_s() + (double)opts->wait_s;
+	g.deadline = ctl_now_s() + (double)opts->wait_s;
 	r = get_devices(&g);
 	if (r == CTL_EXIT_OK)
 		r = run_all(&g);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -483,4 +484,12 @@ int ctl_devices(const struct ctl_http *h, json_t **ret)
 		*ret = json_incref(json_object_get(root, "devices"));
 	json_decref(root);
 	return r;
+}
+
+double ctl_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -51,6 +51,9 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 		     long extra_s, struct ctl_reply *ret);
 void ctl_reply_done(struct ctl_reply *r);
 
+/* CLOCK_MONOTONIC in seconds: deadlines and back-off of tune and gpus. */
+double ctl_now_s(void);
+
 /* What a reply with a job must hold: its "id". */
 extern const struct ctl_shape ctl_job_shape;
 

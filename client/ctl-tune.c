@@ -94,14 +94,6 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int oom(void)
 {
 	fputs("gemmctl: out of memory\n", stderr);
@@ -189,7 +181,7 @@ static bool answer_lost(int r)
  */
 static void pause_lost(double deadline, long s, const char *what)
 {
-	double until = now_s() + (double)s;
+	double until = ctl_now_s() + (double)s;
 	struct timespec ts = { .tv_nsec = 100000000 };
 
 	ctl_print_text(stderr,
@@ -198,7 +190,7 @@ static void pause_lost(double deadline, long s, const char *what)
 	fputc('\n', stderr);
 	if (deadline > 0)
 		until = MIN(until, deadline);
-	while (!interrupted && now_s() < until)
+	while (!interrupted && ctl_now_s() < until)
 		nanosleep(&ts, NULL);
 }
 
@@ -598,7 +590,7 @@ static void back_off(struct tune *t, const struct ctl_reply *reply,
 	long delay = reply->retry_after_s ?: t->backoff_s;
 
 	t->backoff_s = MIN(t->backoff_s * 2, BACKOFF_MAX_S);
-	t->retry_at = now_s() + (double)delay;
+	t->retry_at = ctl_now_s() + (double)delay;
 	if (!t->opts->verbose)
 		return;
 	ctl_print_text(stderr, "gemmctl: tune: %s: retrying in %ld s",
@@ -618,7 +610,7 @@ static void resend_later(struct tune *t, struct cand *c, const char *key)
 	long delay = 1L << c->lost;
 
 	c->lost++;
-	t->retry_at = now_s() + (double)delay;
+	t->retry_at = ctl_now_s() + (double)delay;
 	ctl_print_text(stderr,
 		       "gemmctl: tune: no answer to POST /v1/jobs; sending it "
 		       "again in %ld s with Idempotency-Key %s",
@@ -691,7 +683,7 @@ static int fill(struct tune *t)
 		while (t->next < t->n && t->cands[t->next].state != CAND_VALID)
 			t->next++;
 		if (t->next == t->n || t->inflight >= t->max_inflight ||
-		    now_s() < t->retry_at || interrupted)
+		    ctl_now_s() < t->retry_at || interrupted)
 			return 0;
 		r = submit(t, &t->cands[t->next]);
 		if (r)
@@ -767,7 +759,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
  */
 static long hold_time(const struct tune *t)
 {
-	double now = now_s(), h = HOLD_MAX_S;
+	double now = ctl_now_s(), h = HOLD_MAX_S;
 
 	if (t->inflight > 1)
 		return 1;
@@ -903,7 +895,7 @@ static void give_up(struct tune *t)
 /* Sleeps until a retry is due, a second at most, SIGINT cutting it short. */
 static void nap(const struct tune *t)
 {
-	double d = MIN(t->retry_at - now_s(), 1.0);
+	double d = MIN(t->retry_at - ctl_now_s(), 1.0);
 	struct timespec ts;
 
 	if (d <= 0)
@@ -920,7 +912,7 @@ static int sweep_loop(struct tune *t)
 	for (;;) {
 		if (interrupted)
 			return CTL_EXIT_INTERRUPTED;
-		if (t->deadline > 0 && now_s() >= t->deadline) {
+		if (t->deadline > 0 && ctl_now_s() >= t->deadline) {
 			give_up(t);
 			return CTL_EXIT_OK;
 		}
@@ -972,7 +964,7 @@ static int sweep(struct tune *t)
 			"Idempotency-Key gemmctl-tune-%s-N\n",
 			t->sweep_id);
 	if (t->opts->wait_s)
-		t->deadline = now_s() + (double)t->opts->wait_s;
+		t->deadline = ctl_now_s() + (double)t->opts->wait_s;
 	interrupted = 0;
 	/* once: a second SIGINT kills, cancelling nothing */
 	sa.sa_flags = (int)SA_RESETHAND;
