@@ -381,11 +381,34 @@ static const char *unknown_coding(struct http_request *req)
  * value ("?state", which MHD gives as NULL, as if not sent), and an
  * Idempotency-Key sent twice (MHD hands on the first).  The first such
  * thing found is kept in e.
+ *
+ * And what MHD lets through that RFC 9112 has a server refuse, as the
+ * ways a request is read differently by two servers in a row (request
+ * smuggling): two Host headers, two different Content-Lengths (MHD reads
+ * the first), both Content-Length and Transfer-Encoding (MHD goes by the
+ * second), and an HTTP/1.1 request without a Host (3.2, 6.1, 6.3).
  */
 struct value_check {
 	struct gemmd_error e;
 	unsigned int keys;
+	unsigned int hosts;
+	const char *length;
 };
+
+/* A Content-Length sent again is taken only with the same value. */
+static enum MHD_Result check_length(struct value_check *v, const char *value)
+{
+	if (!v->length) {
+		v->length = value ? value : "";
+		return MHD_YES;
+	}
+	if (value && !strcmp(v->length, value))
+		return MHD_YES;
+	gemmd_error_set(&v->e, 400, "invalid_value", "Content-Length",
+			"Content-Length sent more than once, with different "
+			"values");
+	return MHD_NO;
+}
 
 static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				   const char *key, size_t key_size,
@@ -411,16 +434,42 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				"Idempotency-Key sent more than once");
 		return MHD_NO;
 	}
+	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Host") &&
+	    ++v->hosts > 1) {
+		gemmd_error_set(&v->e, 400, "invalid_value", "Host",
+				"Host sent more than once");
+		return MHD_NO;
+	}
+	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Content-Length"))
+		return check_length(v, value);
 	return MHD_YES;
 }
 
-static bool bad_values(struct http_request *req, struct gemmd_error *ret)
+static void check_framing(struct http_request *req, struct value_check *v,
+			  const char *version)
+{
+	if (v->e.status)
+		return;
+	if (v->length &&
+	    MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		gemmd_error_set(&v->e, 400, "invalid_value", "Content-Length",
+				"Content-Length and Transfer-Encoding both "
+				"sent: send one");
+	else if (!v->hosts && !strcmp(version, MHD_HTTP_VERSION_1_1))
+		gemmd_error_set(&v->e, 400, "missing_field", "Host",
+				"an HTTP/1.1 request needs a Host header");
+}
+
+static bool bad_values(struct http_request *req, const char *version,
+		       struct gemmd_error *ret)
 {
 	struct value_check v = { .e.status = 0 };
 
 	MHD_get_connection_values_n(req->conn,
 				    MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
 				    check_value, &v);
+	check_framing(req, &v, version);
 	*ret = v.e;
 	return v.e.status != 0;
 }
@@ -430,7 +479,7 @@ static bool bad_values(struct http_request *req, struct gemmd_error *ret)
  * before its body, a request has no body read: MHD sends the answer and
  * closes the connection.
  */
-static void check_headers(struct http_request *req)
+static void check_headers(struct http_request *req, const char *version)
 {
 	const char *te = unknown_coding(req);
 	struct gemmd_error e;
@@ -441,7 +490,7 @@ static void check_headers(struct http_request *req)
 				    "transfer coding \"%s\" is not supported; "
 				    "send the body as is or chunked",
 				    te);
-	else if (bad_values(req, &e))
+	else if (bad_values(req, version, &e))
 		http_respond_error(req, &e);
 	else if (declared_too_large(req))
 		http_respond_errorf(req, 413, "body_too_large", NULL,
@@ -506,7 +555,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->method = method;
 		req->path = origin_path(url);
 		*con_cls = req;
-		check_headers(req);
+		check_headers(req, version);
 		return MHD_YES;
 	}
 	if (req->responded)
