@@ -123,6 +123,24 @@ static int report_curl(const struct ctl_http *h, CURLcode cc,
 			h->url, why);
 		return -EPROTO;
 	}
+	/*
+	 * gemmd was reached, so "cannot reach" would mislead; the exit status
+	 * stays that of no answer, which is what the caller got (and tune
+	 * asks again with the same Idempotency-Key).
+	 */
+	if (cc == CURLE_GOT_NOTHING) {
+		fprintf(stderr,
+			"gemmctl: gemmd at %s closed the connection without "
+			"an answer\n",
+			h->url);
+		return -ECONNRESET;
+	}
+	if (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR) {
+		fprintf(stderr,
+			"gemmctl: the answer of gemmd at %s was cut short: %s\n",
+			h->url, why);
+		return -ECONNRESET;
+	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
 		fprintf(stderr,
 			"gemmctl: no answer from gemmd at %s within %ld s\n",
