@@ -143,10 +143,11 @@ static int parse_seconds(const char *s, long *ret)
 /*
  * Matches argv[*i] against an option that takes a value, given as
  * "--name VALUE" or "--name=VALUE".  Returns 1 with *ret set on a match,
- * 0 for any other argument, -EINVAL when the value is missing.
+ * 0 for any other argument, -EINVAL when the value is missing.  cmd is
+ * the command whose option it is, NULL for a global one.
  */
-static int match_value(const char *name, int argc, char **argv, int *i,
-		       const char **ret)
+static int match_value(const char *cmd, const char *name, int argc, char **argv,
+		       int *i, const char **ret)
 {
 	const char *a = argv[*i];
 	size_t n = strlen(name);
@@ -159,6 +160,8 @@ static int match_value(const char *name, int argc, char **argv, int *i,
 	}
 	if (a[n])
 		return 0;
+	if (*i + 1 >= argc && cmd)
+		return usage_error("%s: option '%s' needs a value", cmd, name);
 	if (*i + 1 >= argc)
 		return usage_error("option '%s' needs a value", name);
 	*ret = argv[++*i];
@@ -182,12 +185,12 @@ static int match_global(struct ctl *ctl, int argc, char **argv, int *i)
 		ctl->version = true;
 		return 1;
 	}
-	r = match_value("--url", argc, argv, i, &val);
+	r = match_value(NULL, "--url", argc, argv, i, &val);
 	if (r > 0)
 		ctl->http.url = val;
 	if (r)
 		return r;
-	r = match_value("--timeout", argc, argv, i, &val);
+	r = match_value(NULL, "--timeout", argc, argv, i, &val);
 	if (r > 0 && parse_seconds(val, &ctl->http.timeout_s) < 0)
 		return usage_error("invalid --timeout '%s': want whole seconds",
 				   val);
@@ -487,8 +490,8 @@ static int parse_count(const char *opt, const char *s, long *ret)
 {
 	if (parse_seconds(s, ret) < 0 || *ret < 1)
 		return usage_error("tune: invalid %s '%s': want a whole number "
-				   "above 0",
-				   opt, s);
+				   "from 1 to %lu",
+				   opt, s, SECONDS_MAX);
 	return 0;
 }
 
@@ -565,7 +568,7 @@ static int match_tune(int argc, char **argv, int *i, struct ctl_tune_opts *o)
 		return 1;
 	}
 	for (k = 0; k < ARRAY_SIZE(values); k++) {
-		r = match_value(values[k].name, argc, argv, i, &v);
+		r = match_value("tune", values[k].name, argc, argv, i, &v);
 		if (r > 0)
 			r = values[k].set(v, o) ?: 1;
 		if (r)
@@ -697,12 +700,12 @@ static int match_gpus(int argc, char **argv, int *i, void *opts)
 	const char *v;
 	int r;
 
-	r = match_value("--tolerance", argc, argv, i, &v);
+	r = match_value("gpus", "--tolerance", argc, argv, i, &v);
 	if (r > 0)
 		return parse_tolerance(v, &o->tolerance) ?: 1;
 	if (r)
 		return r;
-	r = match_value("--wait", argc, argv, i, &v);
+	r = match_value("gpus", "--wait", argc, argv, i, &v);
 	if (r > 0 && parse_seconds(v, &o->wait_s) < 0)
 		return usage_error("gpus: invalid --wait '%s'", v);
 	return r;
@@ -792,7 +795,8 @@ static int parse_list(int argc, char **argv, const char **ret_state)
 		/* list takes no operands: after "--" any word is one too many */
 		r = 0;
 		if (opts)
-			r = match_value("--state", argc, argv, &i, ret_state);
+			r = match_value("list", "--state", argc, argv, &i,
+					ret_state);
 		if (r < 0)
 			return r;
 		if (!r)
