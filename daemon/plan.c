@@ -502,16 +502,22 @@ static bool uses_cublaslt(const struct gemm_spec *spec)
 	       (spec->verify && spec->reference == GEMM_REFERENCE_CUBLAS);
 }
 
+/*
+ * The worker makes the fp32 reference only for a verified job
+ * (run_ref_buffer()); one kept from an earlier job is freed when memory
+ * runs short, so an unverified job is not charged for it.
+ */
 uint64_t plan_memory_bytes(const struct gemm_spec *spec)
 {
 	uint64_t es = gemm_dtype_size(spec->dtype);
 	uint64_t os = gemm_dtype_size(spec->out);
 	uint64_t mn = spec->m * spec->n;
 	uint64_t c = plan_reads_c(spec) ? mn * os : 0;
+	uint64_t ref = spec->verify ? mn * sizeof(float) : 0;
 	uint64_t ws = uses_cublaslt(spec) ? PLAN_CUBLASLT_WORKSPACE : 0;
 
 	return spec->m * spec->k * es + spec->n * spec->k * es + mn * os + c +
-	       mn * sizeof(float) + ws;
+	       ref + ws;
 }
 
 int plan_check_baseline(const struct gemm_spec *spec, bool available,

@@ -82,8 +82,8 @@ bool plan_reads_c(const struct gemm_spec *spec);
 
 /*
  * Device memory a job allocates: A and B (dtype), D and, when beta is not
- * zero, C (out_dtype), the fp32 reference and, when cuBLASLt is used, its
- * workspace.
+ * zero, C (out_dtype), the fp32 reference when the job is verified and,
+ * when cuBLASLt is used, its workspace.
  */
 uint64_t plan_memory_bytes(const struct gemm_spec *spec);
 

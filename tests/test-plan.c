@@ -1367,6 +1367,27 @@ static void test_memory(void)
 		     2 * (mk + nk) + 2 * 4 * mn + 4 * mn);
 	s.beta = -0.0;
 	CHECK(!plan_reads_c(&s));
+	/* no reference without verification: the worker makes none */
+	s.verify = false;
+	CHECK_EQ_INT(plan_memory_bytes(&s), 2 * (mk + nk) + 4 * mn);
+}
+
+/*
+ * On an 80 GB GPU, 131072^2 D in bf16 (32 GiB) fits; its fp32 reference
+ * (64 GiB more) does not: refused only when verified.
+ */
+static void test_memory_unverified(void)
+{
+	const struct device_limits dev = { .memory_bytes = 80ull << 30 };
+	struct catalog *c = make_catalog();
+	struct gemm_plan p;
+
+	expect_422(c, "{\"m\":131072,\"n\":131072,\"k\":64}", &dev, "m");
+	expect_plan(c,
+		    "{\"m\":131072,\"n\":131072,\"k\":64,"
+		    "\"verify\":{\"enabled\":false}}",
+		    &dev, &p);
+	catalog_free(c);
 }
 
 /* Layouts other than tn may use cuBLASLt: the worker supports them. */
@@ -1428,6 +1449,7 @@ int main(void)
 	RUN_TEST(test_device_limits);
 	RUN_TEST(test_baseline_budget);
 	RUN_TEST(test_memory);
+	RUN_TEST(test_memory_unverified);
 	RUN_TEST(test_layouts_cublas);
 	return check_exit();
 }
