@@ -764,16 +764,28 @@ static int require(json_t *root, const char *key, struct gemmd_error *err)
 	return 0;
 }
 
-/* Checks across fields, once every field is read. */
-static int check_timing(const struct gemm_spec *spec, struct gemmd_error *err)
+/*
+ * Checks across fields, once every field is read.  The field named is one
+ * the job sent: a max_time_ms under the default min_time_ms is the
+ * max_time_ms's fault.
+ */
+static int check_timing(json_t *root, const struct gemm_spec *spec,
+			struct gemmd_error *err)
 {
-	if (spec->min_time_ms > spec->max_time_ms)
+	json_t *timing = json_object_get(root, "timing");
+
+	if (spec->min_time_ms <= spec->max_time_ms)
+		return 0;
+	if (!json_object_get(timing, "min_time_ms"))
 		return gemmd_error_set(err, 400, "invalid_value",
-				       "timing.min_time_ms",
-				       "'timing.min_time_ms' (%u) is more than "
-				       "'timing.max_time_ms' (%u)",
-				       spec->min_time_ms, spec->max_time_ms);
-	return 0;
+				       "timing.max_time_ms",
+				       "'timing.max_time_ms' (%u) is less than "
+				       "'timing.min_time_ms' (%u, its default)",
+				       spec->max_time_ms, spec->min_time_ms);
+	return gemmd_error_set(err, 400, "invalid_value", "timing.min_time_ms",
+			       "'timing.min_time_ms' (%u) is more than "
+			       "'timing.max_time_ms' (%u)",
+			       spec->min_time_ms, spec->max_time_ms);
 }
 
 int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
@@ -795,7 +807,7 @@ int spec_from_json(json_t *root, struct gemm_spec *ret, struct gemmd_error *err)
 	if (r >= 0)
 		r = require(root, "k", err);
 	if (r >= 0)
-		r = check_timing(&spec, err);
+		r = check_timing(root, &spec, err);
 	if (r < 0)
 		return r;
 	*ret = spec;

@@ -642,6 +642,9 @@ static void test_timing_fields(void)
 		     "invalid_value", "timing.min_time_ms");
 	expect_error(TIMING("\"min_time_ms\":6000"), "invalid_value",
 		     "timing.min_time_ms");
+	/* a ceiling under the default floor: the field that was sent */
+	expect_error(TIMING("\"max_time_ms\":50"), "invalid_value",
+		     "timing.max_time_ms");
 }
 
 static void test_timing_accepted(void)
