@@ -1262,6 +1262,83 @@ int ctl_print_doc(const json_t *doc)
 	return 0;
 }
 
+/* --- merge --------------------------------------------------------------- */
+
+static void merge_row(struct table *t, size_t row, const json_t *e)
+{
+	const json_t *tflops = json_object_get(e, "tflops");
+	char buf[32];
+	double v;
+
+	table_set(t, row, 0, "%s", int_text(e, "rank", buf, sizeof(buf)));
+	num_cell(t, row, 1, tflops, "median", 1, "");
+	num_cell(t, row, 2, tflops, "min", 1, "");
+	num_cell(t, row, 3, tflops, "max", 1, "");
+	if (jnum(e, "spread", &v))
+		table_set(t, row, 4, "%.1f %%", 100 * v);
+	else
+		table_set(t, row, 4, "-");
+	knob_cells(t, row, 5, e);
+}
+
+int ctl_print_merge_ranking(const json_t *entries)
+{
+	static const char *const head[] = {
+		"RANK",	    "TFLOP/s", "MIN",	 "MAX",	    "SPREAD",
+		"SCHEDULE", "TILE",    "STAGES", "CLUSTER", "EPILOGUE",
+	};
+	struct table t = { .head = head,
+			   .align = "rrrrrllrll",
+			   .ncols = ARRAY_SIZE(head) };
+
+	return print_rows(&t, entries, "no configuration passed in every sweep",
+			  merge_row);
+}
+
+/* A row for each sweep where the configuration did not pass. */
+static int unranked_rows(struct table *t, const json_t *e)
+{
+	const json_t *node;
+	size_t i;
+	int r;
+
+	json_array_foreach(json_object_get(e, "nodes"), i, node) {
+		if (!strcmp(ctl_jstr(node, "outcome") ?: "", "passed"))
+			continue;
+		r = table_add_row(t);
+		if (r < 0)
+			return r;
+		knob_cells(t, r, 0, e);
+		table_set(t, r, 5, "%s", ctl_jstr(node, "node") ?: "-");
+		table_set(t, r, 6, "%s", ctl_jstr(node, "outcome") ?: "-");
+		table_set(t, r, 7, "%s", ctl_jstr(node, "reason") ?: "-");
+	}
+	return 0;
+}
+
+int ctl_print_merge_unranked(const json_t *entries)
+{
+	static const char *const head[] = { "SCHEDULE", "TILE",	    "STAGES",
+					    "CLUSTER",	"EPILOGUE", "NODE",
+					    "OUTCOME",	"WHY" };
+	struct table t = { .head = head,
+			   .align = "llrlllll",
+			   .ncols = ARRAY_SIZE(head) };
+	const json_t *e;
+	size_t i;
+	int r = 0;
+
+	json_array_foreach(entries, i, e) {
+		r = unranked_rows(&t, e);
+		if (r < 0)
+			goto out;
+	}
+	r = table_print(&t);
+out:
+	table_done(&t);
+	return r;
+}
+
 /* --- gpus ---------------------------------------------------------------- */
 
 static void gpu_row(struct table *t, size_t row, const json_t *e)

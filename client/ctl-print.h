@@ -79,6 +79,13 @@ void ctl_print_object(json_t *obj);
  */
 int ctl_print_doc(const json_t *doc);
 /*
+ * gemmctl merge: the ranking, and a row for each sweep where a
+ * configuration did not pass (ctl-merge.c's entries).
+ */
+int ctl_print_merge_ranking(const json_t *entries);
+int ctl_print_merge_unranked(const json_t *entries);
+
+/*
  * gemmctl gpus: a line with the rule, then a table of the entries
  * ctl-gpus.c makes, one a GPU.
  */

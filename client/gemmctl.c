@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "ctl-gpus.h"
+#include "ctl-merge.h"
 #include "ctl-http.h"
 #include "ctl-print.h"
 #include "ctl-tune.h"
@@ -73,6 +74,10 @@ static void usage(FILE *f)
 		"                              run the job in FILE on every GPU at once;\n"
 		"                              fail a GPU under (100 - PCT) %% of the\n"
 		"                              best (default 5) or not verified\n"
+		"  merge FILE... [--top N]     rank together the sweeps of one job on\n"
+		"                              several nodes (tune --json output):\n"
+		"                              by the median rate, those that passed\n"
+		"                              in every sweep\n"
 		"  help                        show this help\n"
 		"\n"
 		"Options of tune:\n"
@@ -101,7 +106,8 @@ static void usage(FILE *f)
 		"3 gemmd cannot be reached; 4 submit --wait: the job did not end\n"
 		"done with verification passed or not checked.  tune: 1 also when no\n"
 		"candidate passed (with --dry-run: none was valid); 130 interrupted.\n"
-		"gpus: 1 also when a GPU is slow or failed.\n",
+		"gpus: 1 also when a GPU is slow or failed.  merge: 1 also when no\n"
+		"configuration passed in every sweep.\n",
 		DEFAULT_URL);
 }
 
@@ -486,12 +492,13 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 
 /* --- tune ----------------------------------------------------------------- */
 
-static int parse_count(const char *opt, const char *s, long *ret)
+static int parse_count(const char *cmd, const char *opt, const char *s,
+		       long *ret)
 {
 	if (parse_seconds(s, ret) < 0 || *ret < 1)
-		return usage_error("tune: invalid %s '%s': want a whole number "
+		return usage_error("%s: invalid %s '%s': want a whole number "
 				   "from 1 to %lu",
-				   opt, s, SECONDS_MAX);
+				   cmd, opt, s, SECONDS_MAX);
 	return 0;
 }
 
@@ -508,12 +515,12 @@ static int parse_choice(const char *opt, const char *s, const char *no,
 
 static int set_top(const char *v, struct ctl_tune_opts *o)
 {
-	return parse_count("--top", v, &o->top);
+	return parse_count("tune", "--top", v, &o->top);
 }
 
 static int set_max_inflight(const char *v, struct ctl_tune_opts *o)
 {
-	return parse_count("--max-inflight", v, &o->max_inflight);
+	return parse_count("tune", "--max-inflight", v, &o->max_inflight);
 }
 
 static int set_wait(const char *v, struct ctl_tune_opts *o)
@@ -620,14 +627,14 @@ static int match_tune_any(int argc, char **argv, int *i, void *o)
 }
 
 /*
- * The job in file as an object, for the commands that make jobs of it
- * (tune, gpus).  A key twice is refused, as gemmd refuses it
+ * The JSON object in file: the job, for the commands that make jobs of it
+ * (tune, gpus), or a sweep (merge).  A key twice is refused, as gemmd refuses it
  * (duplicate_key): the jobs sent are made from what is read here, where
  * the last would win.  A \u0000 is read, and sent on for gemmd to refuse
  * with its own null_byte, as submit's would be; a number past 64 bits
  * cannot be read at all.
  */
-static int read_base(const char *file, json_t **ret)
+static int read_object(const char *file, const char *what, json_t **ret)
 {
 	const char *name = strcmp(file, "-") ? file : "<stdin>";
 	json_error_t err;
@@ -646,8 +653,8 @@ static int read_base(const char *file, json_t **ret)
 		return CTL_EXIT_ERROR;
 	}
 	if (!json_is_object(*ret)) {
-		fprintf(stderr, "gemmctl: %s: the job is not an object\n",
-			name);
+		fprintf(stderr, "gemmctl: %s: %s is not an object\n", name,
+			what);
 		json_decref(*ret);
 		*ret = NULL;
 		return CTL_EXIT_ERROR;
@@ -665,7 +672,7 @@ static int cmd_tune(struct ctl *ctl, int argc, char **argv)
 
 	if (parse_file_and("tune", argc, argv, &file, match_tune_any, &o) < 0)
 		return CTL_EXIT_USAGE;
-	r = read_base(file, &base);
+	r = read_object(file, "the job", &base);
 	if (r == CTL_EXIT_OK)
 		r = ctl_tune(&ctl->http, &o, base);
 	json_decref(base);
@@ -722,7 +729,7 @@ static int cmd_gpus(struct ctl *ctl, int argc, char **argv)
 
 	if (parse_file_and("gpus", argc, argv, &file, match_gpus, &o) < 0)
 		return CTL_EXIT_USAGE;
-	r = read_base(file, &base);
+	r = read_object(file, "the job", &base);
 	if (r == CTL_EXIT_OK &&
 	    json_is_true(json_object_get(base, "dry_run"))) {
 		fprintf(stderr, "gemmctl: gpus: a dry run runs on no GPU: "
@@ -732,6 +739,91 @@ static int cmd_gpus(struct ctl *ctl, int argc, char **argv)
 	if (r == CTL_EXIT_OK)
 		r = ctl_gpus(&ctl->http, &o, base);
 	json_decref(base);
+	return r;
+}
+
+/* --- merge ---------------------------------------------------------------- */
+
+static int parse_merge(int argc, char **argv, const char ***ret_files,
+		       size_t *ret_n, struct ctl_merge_opts *o)
+{
+	const char **files = calloc(argc ? argc : 1, sizeof(*files));
+	bool opts = true, is_stdin = false;
+	const char *v;
+	size_t n = 0;
+	int i, r;
+
+	if (!files) {
+		oom();
+		return -ENOMEM;
+	}
+	for (i = 0; i < argc; i++) {
+		if (opts && !strcmp(argv[i], "--")) {
+			opts = false;
+			continue;
+		}
+		r = opts ? match_value("merge", "--top", argc, argv, &i, &v) :
+			   0;
+		if (r > 0)
+			r = parse_count("merge", "--top", v, &o->top) ?: 1;
+		if (r < 0)
+			goto fail;
+		if (r)
+			continue;
+		if (opts && argv[i][0] == '-' && argv[i][1]) {
+			r = usage_error("merge: unknown option '%s'", argv[i]);
+			goto fail;
+		}
+		if (!strcmp(argv[i], "-") && is_stdin) {
+			r = usage_error("merge: '-' (stdin) given twice");
+			goto fail;
+		}
+		is_stdin |= !strcmp(argv[i], "-");
+		files[n++] = argv[i];
+	}
+	if (!n) {
+		r = usage_error("merge: missing sweep file (tune --json "
+				"output; '-' for stdin)");
+		goto fail;
+	}
+	*ret_files = files;
+	*ret_n = n;
+	return 0;
+fail:
+	free(files);
+	return r;
+}
+
+static int cmd_merge(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_merge_opts o = { .json = ctl->json };
+	struct ctl_sweep *sweeps = NULL;
+	const char **files = NULL;
+	size_t i, n = 0;
+	int r;
+
+	r = parse_merge(argc, argv, &files, &n, &o);
+	if (r == -ENOMEM)
+		return CTL_EXIT_ERROR;
+	if (r < 0)
+		return CTL_EXIT_USAGE;
+	sweeps = calloc(n, sizeof(*sweeps));
+	if (!sweeps) {
+		r = oom();
+		goto out;
+	}
+	r = CTL_EXIT_OK;
+	for (i = 0; i < n && r == CTL_EXIT_OK; i++) {
+		sweeps[i].file = strcmp(files[i], "-") ? files[i] : "<stdin>";
+		r = read_object(files[i], "the sweep", &sweeps[i].doc);
+	}
+	if (r == CTL_EXIT_OK)
+		r = ctl_merge(&o, sweeps, n);
+	for (i = 0; sweeps && i < n; i++)
+		json_decref(sweeps[i].doc);
+out:
+	free(sweeps);
+	free(files);
 	return r;
 }
 
@@ -974,6 +1066,7 @@ static const struct command commands[] = {
 	{ "kernels", cmd_kernels }, { "devices", cmd_devices },
 	{ "health", cmd_health },   { "help", cmd_help },
 	{ "tune", cmd_tune },	    { "gpus", cmd_gpus },
+	{ "merge", cmd_merge },
 };
 
 /* --- main ----------------------------------------------------------------- */

@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl-merge.c - gemmctl merge: the sweeps of one job on several nodes,
+ * ranked together.
+ *
+ * A fleet is tuned by running the same tune on each node and keeping each
+ * node's --json document.  A configuration is ranked by the median of its
+ * rates over those sweeps, and only if it passed in every one: one that
+ * failed verification on a single node is no configuration to roll out.
+ * The others are listed, with what happened on each node where they did
+ * not pass.  Configurations are told apart by their kernel object as
+ * tune sent it, so sweeps made with other options (--stages all, say)
+ * still line up where they share candidates.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ctl-http.h"
+#include "ctl-merge.h"
+#include "ctl-print.h"
+#include "util.h"
+
+enum outcome {
+	OUTCOME_ABSENT,
+	OUTCOME_PASSED,
+	OUTCOME_FAILED,
+	OUTCOME_REFUSED
+};
+
+static const char *const outcome_names[] = {
+	[OUTCOME_ABSENT] = "absent",
+	[OUTCOME_PASSED] = "passed",
+	[OUTCOME_FAILED] = "failed",
+	[OUTCOME_REFUSED] = "refused",
+};
+
+struct config {
+	char *key; /* the kernel object: compact, keys sorted */
+	json_t *kernel;
+	const json_t **entry; /* per sweep: its tune entry, NULL if absent */
+	enum outcome *outcome; /* per sweep */
+	size_t order; /* first seen: the unranked are listed in this order */
+	bool everywhere; /* passed in every sweep */
+	double median, min, max; /* TFLOP/s over the sweeps, if everywhere */
+};
+
+struct merge {
+	const struct ctl_sweep *sweeps;
+	size_t n;
+	char **labels; /* per sweep: its node's hostname, or its file */
+	struct config *configs;
+	size_t nconfigs, alloc;
+};
+
+/* --- checks --------------------------------------------------------------- */
+
+static int check_array(const struct ctl_sweep *s, const char *key)
+{
+	if (json_is_array(json_object_get(s->doc, key)))
+		return 0;
+	fprintf(stderr,
+		"gemmctl: merge: %s: no \"%s\" list: not what tune "
+		"--json prints\n",
+		s->file, key);
+	return -EINVAL;
+}
+
+static int check_sweep(const struct ctl_sweep *s)
+{
+	const json_t *id = json_object_get(s->doc, "sweep");
+
+	if (!json_is_object(s->doc) ||
+	    !json_is_object(json_object_get(s->doc, "base"))) {
+		fprintf(stderr,
+			"gemmctl: merge: %s: not what tune --json prints "
+			"(no \"base\" job)\n",
+			s->file);
+		return -EINVAL;
+	}
+	if (json_is_null(id)) {
+		fprintf(stderr,
+			"gemmctl: merge: %s: a dry run (tune --dry-run) has "
+			"no rates to merge\n",
+			s->file);
+		return -EINVAL;
+	}
+	if (!json_is_string(id)) {
+		fprintf(stderr, "gemmctl: merge: %s: no \"sweep\" id\n",
+			s->file);
+		return -EINVAL;
+	}
+	if (check_array(s, "results") < 0 || check_array(s, "failed") < 0 ||
+	    check_array(s, "refused") < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Every sweep of one job, each given once. */
+static int check_together(const struct ctl_sweep *sweeps, size_t n)
+{
+	const json_t *base = json_object_get(sweeps[0].doc, "base");
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		if (!json_equal(json_object_get(sweeps[i].doc, "base"), base)) {
+			fprintf(stderr,
+				"gemmctl: merge: %s is a sweep of another job "
+				"than %s (their \"base\" differs)\n",
+				sweeps[i].file, sweeps[0].file);
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++) {
+			if (!json_equal(json_object_get(sweeps[i].doc, "sweep"),
+					json_object_get(sweeps[j].doc,
+							"sweep")))
+				continue;
+			ctl_print_text(stderr,
+				       "gemmctl: merge: %s and %s are the same "
+				       "sweep (%s)",
+				       sweeps[j].file, sweeps[i].file,
+				       ctl_jstr(sweeps[i].doc, "sweep"));
+			fputc('\n', stderr);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* --- labels --------------------------------------------------------------- */
+
+static const char *hostname(const struct ctl_sweep *s)
+{
+	return ctl_jstr(json_object_get(s->doc, "node"), "hostname");
+}
+
+/* Two sweeps of one host (a rerun) are told apart by their files. */
+static int make_labels(struct merge *m)
+{
+	size_t i, j;
+	int r;
+
+	m->labels = calloc(m->n, sizeof(*m->labels));
+	if (!m->labels)
+		return -ENOMEM;
+	for (i = 0; i < m->n; i++) {
+		const char *host = hostname(&m->sweeps[i]);
+		bool twice = false;
+
+		for (j = 0; host && j < m->n; j++)
+			twice |= j != i && hostname(&m->sweeps[j]) &&
+				 !strcmp(hostname(&m->sweeps[j]), host);
+		if (!host)
+			r = asprintf(&m->labels[i], "%s", m->sweeps[i].file);
+		else if (twice)
+			r = asprintf(&m->labels[i], "%s (%s)", host,
+				     m->sweeps[i].file);
+		else
+			r = asprintf(&m->labels[i], "%s", host);
+		if (r < 0) {
+			m->labels[i] = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* --- collecting ----------------------------------------------------------- */
+
+static struct config *find_config(struct merge *m, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < m->nconfigs; i++)
+		if (!strcmp(m->configs[i].key, key))
+			return &m->configs[i];
+	return NULL;
+}
+
+static struct config *add_config(struct merge *m, json_t *kernel, char *key)
+{
+	struct config *c;
+	size_t alloc;
+
+	if (m->nconfigs == m->alloc) {
+		alloc = m->alloc ? 2 * m->alloc : 64;
+		c = reallocarray(m->configs, alloc, sizeof(*c));
+		if (!c)
+			return NULL;
+		m->configs = c;
+		m->alloc = alloc;
+	}
+	c = &m->configs[m->nconfigs];
+	memset(c, 0, sizeof(*c));
+	c->entry = calloc(m->n, sizeof(*c->entry));
+	c->outcome = calloc(m->n, sizeof(*c->outcome));
+	if (!c->entry || !c->outcome) {
+		free(c->entry);
+		free(c->outcome);
+		return NULL;
+	}
+	c->key = key;
+	c->kernel = json_incref(kernel);
+	c->order = m->nconfigs++;
+	return c;
+}
+
+static int add_entry(struct merge *m, size_t s, const char *list, size_t i,
+		     enum outcome outcome)
+{
+	const json_t *e =
+		json_array_get(json_object_get(m->sweeps[s].doc, list), i);
+	json_t *kernel = json_object_get(e, "kernel");
+	struct config *c;
+	char *key;
+
+	if (!json_is_object(kernel) ||
+	    (outcome == OUTCOME_PASSED &&
+	     !json_is_number(json_object_get(e, "tflops")))) {
+		fprintf(stderr,
+			"gemmctl: merge: %s: %s[%zu] has no kernel%s: not what "
+			"tune --json prints\n",
+			m->sweeps[s].file, list, i,
+			outcome == OUTCOME_PASSED ? " or tflops" : "");
+		return -EINVAL;
+	}
+	key = json_dumps(kernel, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!key)
+		return -ENOMEM;
+	c = find_config(m, key);
+	if (c) {
+		free(key);
+	} else {
+		c = add_config(m, kernel, key);
+		if (!c) {
+			free(key);
+			return -ENOMEM;
+		}
+	}
+	/* A sweep lists each candidate once; should one repeat, the first. */
+	if (!c->entry[s]) {
+		c->entry[s] = e;
+		c->outcome[s] = outcome;
+	}
+	return 0;
+}
+
+static int add_list(struct merge *m, size_t s, const char *list,
+		    enum outcome outcome)
+{
+	size_t i, n = json_array_size(json_object_get(m->sweeps[s].doc, list));
+	int r;
+
+	for (i = 0; i < n; i++) {
+		r = add_entry(m, s, list, i, outcome);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int collect(struct merge *m)
+{
+	size_t s;
+	int r = 0;
+
+	for (s = 0; !r && s < m->n; s++) {
+		r = add_list(m, s, "results", OUTCOME_PASSED);
+		if (!r)
+			r = add_list(m, s, "failed", OUTCOME_FAILED);
+		if (!r)
+			r = add_list(m, s, "refused", OUTCOME_REFUSED);
+	}
+	return r;
+}
+
+/* --- ranking -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void rate(struct config *c, size_t n, double *buf)
+{
+	size_t s;
+
+	c->everywhere = true;
+	for (s = 0; s < n; s++) {
+		if (c->outcome[s] != OUTCOME_PASSED) {
+			c->everywhere = false;
+			return;
+		}
+		buf[s] = json_number_value(
+			json_object_get(c->entry[s], "tflops"));
+	}
+	qsort(buf, n, sizeof(*buf), cmp_double);
+	c->min = buf[0];
+	c->max = buf[n - 1];
+	c->median = n % 2 ? buf[n / 2] : (buf[n / 2 - 1] + buf[n / 2]) / 2;
+}
+
+/* Ranked ones first, fastest median first; the rest as they came. */
+static int cmp_config(const void *a, const void *b)
+{
+	const struct config *x = a, *y = b;
+	int by;
+
+	if (x->everywhere != y->everywhere)
+		return y->everywhere - x->everywhere;
+	by = x->everywhere ? cmp_double(&y->median, &x->median) : 0;
+	if (!by && x->everywhere)
+		by = cmp_double(&y->min, &x->min);
+	if (by)
+		return by;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static int rank(struct merge *m)
+{
+	double *buf = calloc(m->n, sizeof(*buf));
+	size_t i;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < m->nconfigs; i++)
+		rate(&m->configs[i], m->n, buf);
+	free(buf);
+	qsort(m->configs, m->nconfigs, sizeof(*m->configs), cmp_config);
+	return 0;
+}
+
+/* --- the document --------------------------------------------------------- */
+
+/* The first plan among the sweeps' entries, for the table's STAGES. */
+static json_t *first_plan(const struct config *c, size_t n)
+{
+	json_t *plan;
+	size_t s;
+
+	for (s = 0; s < n; s++) {
+		plan = json_object_get(c->entry[s], "plan");
+		if (json_is_object(plan))
+			return plan;
+	}
+	return json_null();
+}
+
+/* Why a configuration did not pass in sweep s, as text. */
+static json_t *why_not(const struct config *c, size_t s)
+{
+	const json_t *e = c->entry[s];
+	json_t *v;
+	char *text;
+
+	switch (c->outcome[s]) {
+	case OUTCOME_FAILED:
+		text = ctl_jstr(e, "reason") ?
+			       strdup(ctl_jstr(e, "reason")) :
+			       ctl_error_text(json_object_get(e, "error"));
+		break;
+	case OUTCOME_REFUSED:
+		text = ctl_error_text(json_object_get(e, "error"));
+		break;
+	case OUTCOME_ABSENT:
+		text = strdup("not in the sweep's results (tune --top?)");
+		break;
+	case OUTCOME_PASSED:
+	default:
+		return json_null();
+	}
+	v = text ? json_string(text) : json_null();
+	free(text);
+	return v;
+}
+
+static json_t *node_entry(const struct merge *m, const struct config *c,
+			  size_t s)
+{
+	const json_t *e = c->entry[s];
+	json_t *o;
+
+	o = json_pack("{s:s, s:O, s:s}", "node", m->labels[s], "sweep",
+		      json_object_get(m->sweeps[s].doc, "sweep"), "outcome",
+		      outcome_names[c->outcome[s]]);
+	if (!o)
+		return NULL;
+	if (c->outcome[s] == OUTCOME_PASSED &&
+	    json_object_set(o, "tflops", json_object_get(e, "tflops")) < 0)
+		goto fail;
+	if (c->outcome[s] != OUTCOME_PASSED &&
+	    json_object_set_new(o, "reason", why_not(c, s)) < 0)
+		goto fail;
+	if (json_object_set_new(o, "plan",
+				json_incref(json_object_get(e, "plan")) ?:
+					json_null()) < 0 ||
+	    json_object_set_new(o, "device",
+				json_incref(json_object_get(e, "device")) ?:
+					json_null()) < 0)
+		goto fail;
+	return o;
+fail:
+	json_decref(o);
+	return NULL;
+}
+
+static json_t *config_entry(const struct merge *m, const struct config *c,
+			    size_t rank)
+{
+	json_t *o, *nodes;
+	size_t s;
+
+	nodes = json_array();
+	for (s = 0; nodes && s < m->n; s++)
+		if (json_array_append_new(nodes, node_entry(m, c, s)) < 0) {
+			json_decref(nodes);
+			nodes = NULL;
+		}
+	if (!nodes)
+		return NULL;
+	if (!c->everywhere)
+		return json_pack("{s:O, s:O, s:o}", "kernel", c->kernel, "plan",
+				 first_plan(c, m->n), "nodes", nodes);
+	o = json_pack("{s:I, s:O, s:{s:f, s:f, s:f}, s:f, s:O, s:o}", "rank",
+		      (json_int_t)rank, "kernel", c->kernel, "tflops", "median",
+		      c->median, "min", c->min, "max", c->max, "spread",
+		      c->median > 0 ? (c->max - c->min) / c->median : 0.0,
+		      "plan", first_plan(c, m->n), "nodes", nodes);
+	return o;
+}
+
+static json_t *sweeps_list(const struct merge *m)
+{
+	json_t *list = json_array();
+	size_t s;
+
+	for (s = 0; list && s < m->n; s++) {
+		const json_t *doc = m->sweeps[s].doc;
+		json_t *node = json_object_get(doc, "node");
+
+		if (json_array_append_new(
+			    list,
+			    json_pack("{s:s, s:s, s:O, s:O}", "file",
+				      m->sweeps[s].file, "label", m->labels[s],
+				      "sweep", json_object_get(doc, "sweep"),
+				      "node", node ?: json_null())) < 0) {
+			json_decref(list);
+			list = NULL;
+		}
+	}
+	return list;
+}
+
+static json_t *make_doc(const struct merge *m, long top)
+{
+	json_t *results = json_array(), *unranked = json_array();
+	json_t *best = json_null();
+	size_t i, ranked = 0;
+	int r = 0;
+
+	for (i = 0; results && unranked && !r && i < m->nconfigs; i++) {
+		const struct config *c = &m->configs[i];
+
+		if (c->everywhere && !ranked++)
+			best = c->kernel;
+		if (c->everywhere && top && ranked > (size_t)top)
+			continue;
+		r = json_array_append_new(c->everywhere ? results : unranked,
+					  config_entry(m, c, ranked));
+	}
+	if (!results || !unranked || r) {
+		json_decref(results);
+		json_decref(unranked);
+		return NULL;
+	}
+	return json_pack("{s:O, s:o, s:I, s:I, s:o, s:o, s:O}", "base",
+			 json_object_get(m->sweeps[0].doc, "base"), "sweeps",
+			 sweeps_list(m), "configurations",
+			 (json_int_t)m->nconfigs, "ranked", (json_int_t)ranked,
+			 "results", results, "unranked", unranked, "best",
+			 best);
+}
+
+/* --- output --------------------------------------------------------------- */
+
+static int print_table(const struct merge *m, const json_t *doc)
+{
+	size_t ranked = json_integer_value(json_object_get(doc, "ranked"));
+	size_t s;
+	int r;
+
+	printf("%zu sweep(s) of one job:", m->n);
+	for (s = 0; s < m->n; s++)
+		ctl_print_text(stdout, "%s %s", s ? "," : "", m->labels[s]);
+	printf("\n%zu configurations: %zu passed in every sweep, %zu did "
+	       "not\n",
+	       m->nconfigs, ranked, m->nconfigs - ranked);
+	if (ranked)
+		printf("TFLOP/s is the median over the sweeps; SPREAD is "
+		       "(MAX - MIN) / TFLOP/s\n");
+	r = ctl_print_merge_ranking(json_object_get(doc, "results"));
+	if (r < 0 || !json_array_size(json_object_get(doc, "unranked")))
+		return r;
+	printf("not ranked:\n");
+	return ctl_print_merge_unranked(json_object_get(doc, "unranked"));
+}
+
+static void merge_done(struct merge *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nconfigs; i++) {
+		free(m->configs[i].key);
+		json_decref(m->configs[i].kernel);
+		free(m->configs[i].entry);
+		free(m->configs[i].outcome);
+	}
+	free(m->configs);
+	for (i = 0; m->labels && i < m->n; i++)
+		free(m->labels[i]);
+	free(m->labels);
+}
+
+int ctl_merge(const struct ctl_merge_opts *opts, const struct ctl_sweep *sweeps,
+	      size_t n)
+{
+	struct merge m = { .sweeps = sweeps, .n = n };
+	json_t *doc = NULL;
+	size_t i;
+	int r;
+
+	for (i = 0; i < n; i++)
+		if (check_sweep(&sweeps[i]) < 0)
+			return CTL_EXIT_ERROR;
+	if (check_together(sweeps, n) < 0)
+		return CTL_EXIT_ERROR;
+	r = make_labels(&m);
+	if (!r)
+		r = collect(&m);
+	if (!r)
+		r = rank(&m);
+	if (!r) {
+		doc = make_doc(&m, opts->top);
+		r = doc ? 0 : -ENOMEM;
+	}
+	if (!r)
+		r = opts->json ? ctl_print_doc(doc) : print_table(&m, doc);
+	if (r == -ENOMEM)
+		fprintf(stderr, "gemmctl: out of memory\n");
+	if (!r && !json_integer_value(json_object_get(doc, "ranked")))
+		r = -ENOENT;
+	json_decref(doc);
+	merge_done(&m);
+	return r ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+}
