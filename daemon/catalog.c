@@ -273,7 +273,22 @@ struct elf_view {
 	size_t len;
 	const Elf64_Shdr *sh;
 	size_t shnum;
+	unsigned int sm; /* the SM its code is for: 90; 0 if not known */
 };
+
+/*
+ * The SM version a cubin's code is for, from its ELF header: e_flags bits
+ * 8-15 since the CUDA ELF ABI version 8 (CUDA 12.8), bits 0-7 before.
+ * It does not tell sm_90a from sm_90; the kernels of both run on 9.0.
+ */
+static unsigned int elf_sm(const Elf64_Ehdr *eh)
+{
+	if (eh->e_machine != EM_CUDA)
+		return 0;
+	if (eh->e_ident[EI_ABIVERSION] >= 8)
+		return (eh->e_flags >> 8) & 0xff;
+	return eh->e_flags & 0xff;
+}
 
 static bool in_file(const struct elf_view *e, uint64_t off, uint64_t size)
 {
@@ -296,6 +311,7 @@ static int elf_open(struct elf_view *e, const uint8_t *data, size_t len)
 		return -ENOEXEC;
 	e->sh = (const Elf64_Shdr *)(data + eh->e_shoff);
 	e->shnum = eh->e_shnum;
+	e->sm = elf_sm(eh);
 	return 0;
 }
 
@@ -424,6 +440,7 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 			continue;
 		}
 		snprintf(k.digest, sizeof(k.digest), "%s", digest);
+		k.sm = e->sm;
 		r = catalog_add(c, &k);
 		if (r == 0)
 			found++;
@@ -546,11 +563,22 @@ static json_t *decompositions_to_json(const struct kernel_info *k)
 	return mask_to_json(mask, decomposition_name, _GEMM_DECOMP_MAX);
 }
 
+/* "sm_90": what the cubin's code is for; null if not known. */
+static json_t *sm_to_json(unsigned int sm)
+{
+	char buf[16];
+
+	if (!sm)
+		return json_null();
+	snprintf(buf, sizeof(buf), "sm_%u", sm);
+	return json_string(buf);
+}
+
 json_t *kernel_info_to_json(const struct kernel_info *k)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:s, s:o, s:s, s:[i,i,i], s:i, s:i, s:i,"
-		" s:i, s:i, s:i, s:i, s:b, s:b, s:b, s:o, s:o, s:s, s:o}",
+		" s:i, s:i, s:i, s:i, s:b, s:b, s:b, s:o, s:o, s:s, s:o, s:o}",
 		"name", k->name, "cubin", k->cubin, "schedule",
 		gemm_schedule_to_string(k->schedule), "dtype",
 		gemm_dtype_to_string(k->dtype), "outs",
@@ -563,7 +591,8 @@ json_t *kernel_info_to_json(const struct kernel_info *k)
 		"pdl", k->pdl, "placement", k->placement, "epilogues",
 		mask_to_json(k->epilogues, epilogue_name, _GEMM_EPILOGUE_MAX),
 		"decompositions", decompositions_to_json(k), "arch", k->arch,
-		"digest", k->digest[0] ? json_string(k->digest) : json_null());
+		"built_for", sm_to_json(k->sm), "digest",
+		k->digest[0] ? json_string(k->digest) : json_null());
 }
 
 void catalog_digest(const struct catalog *c, char out[SHA256_TAG_LEN])

@@ -41,7 +41,8 @@ struct kernel_info {
 	bool pdl; /* waits for the grid before it: may launch with PDL */
 	bool placement; /* claims its place by GPC: kernel.placement gpc */
 	unsigned int epilogues; /* KERNEL_BIT(gemm_epilogue) */
-	char arch[16]; /* oldest it runs on: "sm_90a", "sm_80" */
+	char arch[16]; /* oldest its design runs on: "sm_90a", "sm_80" */
+	unsigned int sm; /* what its cubin is built for: 90; 0 if not known */
 	char digest[SHA256_TAG_LEN]; /* its cubin's, or "" for none read */
 };
 

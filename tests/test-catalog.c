@@ -206,8 +206,12 @@ static void test_real_cubins(void)
 			CHECK(0);
 		}
 		ws += k->schedule == GEMM_SCHEDULE_WS;
+		/* built with -gencode ...,code=sm_90a (configure.ac) */
+		CHECK_EQ_INT(k->sm, 90);
 		/* stream-K is listed for the cooperative kernels only */
 		j = kernel_info_to_json(k);
+		CHECK_STREQ(json_string_value(json_object_get(j, "built_for")),
+			    "sm_90");
 		CHECK_EQ_INT(
 			json_array_size(json_object_get(j, "decompositions")),
 			k->schedule == GEMM_SCHEDULE_COOPERATIVE ? 2 : 1);
@@ -318,6 +322,70 @@ static void test_corrupt(void)
 	catalog_free(c);
 }
 
+/* The SM version the catalog reads from a copy of data as a cubin. */
+static unsigned int read_sm(const unsigned char *data, size_t len)
+{
+	char dst[] = "/tmp/gemmd-test-XXXXXX.cubin";
+	struct catalog *c = catalog_new();
+	unsigned int sm = 0;
+	int fd;
+
+	fd = mkstemps(dst, 6);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, len) != (ssize_t)len)
+		CHECK(0);
+	close(fd);
+	if (catalog_read_cubin(c, dst) > 0)
+		sm = catalog_get(c, 0)->sm;
+	unlink(dst);
+	catalog_free(c);
+	return sm;
+}
+
+/*
+ * What a cubin's code is for, from its ELF header: e_flags bits 8-15
+ * since CUDA ELF ABI version 8, bits 0-7 before; not known for an ELF
+ * that is not CUDA's.
+ */
+static void test_target(void)
+{
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	char src[4096];
+	struct stat st;
+	size_t n;
+	int fd;
+
+	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
+	fd = open(src, O_RDONLY);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK_EQ_INT(fstat(fd, &st), 0);
+	n = (size_t)st.st_size;
+	buf = malloc(n);
+	CHECK(buf && read(fd, buf, n) == (ssize_t)n);
+	close(fd);
+	if (!buf || n < sizeof(*eh)) {
+		CHECK(0);
+		free(buf);
+		return;
+	}
+	eh = (Elf64_Ehdr *)buf;
+	CHECK(eh->e_ident[EI_ABIVERSION] >= 8);
+	CHECK_EQ_INT(read_sm(buf, n), 90);
+	eh->e_flags = (eh->e_flags & ~0xff00u) | (80u << 8);
+	CHECK_EQ_INT(read_sm(buf, n), 80);
+	eh->e_ident[EI_ABIVERSION] = 7;
+	eh->e_flags = (eh->e_flags & ~0xffffu) | 89u;
+	CHECK_EQ_INT(read_sm(buf, n), 89);
+	eh->e_machine = EM_X86_64;
+	CHECK_EQ_INT(read_sm(buf, n), 0);
+	free(buf);
+}
+
 /* Copy src to dir/name. */
 static int copy_file(const char *src, const char *dir, const char *name)
 {
@@ -403,6 +471,7 @@ int main(void)
 	RUN_TEST(test_note_v2);
 	RUN_TEST(test_real_cubins);
 	RUN_TEST(test_corrupt);
+	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
 	return check_exit();
 }
