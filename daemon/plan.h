@@ -22,20 +22,22 @@ struct device_limits {
 	unsigned int sm_count;
 	unsigned int smem_optin; /* max dynamic shared memory per block */
 	uint64_t memory_bytes;
+	unsigned int cc; /* compute capability, 90 for 9.0 */
 	bool cublaslt; /* the device's worker could load cuBLASLt */
 };
 
 /*
  * The limits of one device, from its JSON as the worker's probe reports
  * it ("sm_count", "max_smem_per_block_optin", "memory_bytes",
- * "cublaslt": {"available": bool}); a missing key reads as not known,
- * or for cuBLASLt as not available.
+ * "compute_capability": "9.0", "cublaslt": {"available": bool}); a
+ * missing key reads as not known, or for cuBLASLt as not available.
  */
 void device_limits_from_json(const json_t *dev, struct device_limits *ret);
 
 /*
  * Fold l into acc for a job that may land on either device: the limits
- * of the one with less memory, cuBLASLt only if both have it.
+ * of the one with less memory, cuBLASLt only if both have it, and the
+ * compute capability only if both have the same.
  */
 void device_limits_merge(struct device_limits *acc,
 			 const struct device_limits *l);

@@ -1263,6 +1263,63 @@ static void test_device_limits(void)
 	json_decref(jb);
 }
 
+static unsigned int cc_of(const char *json)
+{
+	json_t *j = json_loads(json, 0, NULL);
+	struct device_limits l;
+
+	device_limits_from_json(j, &l);
+	json_decref(j);
+	return l.cc;
+}
+
+/*
+ * A kernel runs on the SM version its cubin is built for and on later
+ * minor versions of the same major one; any other GPU is refused before
+ * its launch would fail to load the module.
+ */
+static void test_target(void)
+{
+	const char *job = "{\"m\":4096,\"n\":4096,\"k\":4096}";
+	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
+	struct device_limits other = dev;
+	struct catalog *c = catalog_new();
+	struct gemm_plan p;
+	struct kernel_info k;
+
+	CHECK_EQ_INT(cc_of("{\"compute_capability\":\"9.0\"}"), 90);
+	CHECK_EQ_INT(cc_of("{\"compute_capability\":\"10.0\"}"), 100);
+	CHECK_EQ_INT(cc_of("{\"compute_capability\":\"9.0x\"}"), 0);
+	CHECK_EQ_INT(cc_of("{\"compute_capability\":90}"), 0);
+	CHECK_EQ_INT(cc_of("{}"), 0);
+
+	CHECK_EQ_INT(kernel_info_parse("kernel=k_ws schedule=ws dtype=bf16 "
+				       "layout=tn tile=128x128x64 threads=384 "
+				       "smem_fixed=1024 smem_stage=32768 "
+				       "min_stages=2 max_stages=6",
+				       "k_ws.cubin", &k),
+		     0);
+	k.sm = 90;
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	dev.cc = 90;
+	expect_plan(c, job, &dev, &p);
+	dev.cc = 91; /* a later minor version */
+	expect_plan(c, job, &dev, &p);
+	dev.cc = 80;
+	expect_422(c, job, &dev, "device");
+	dev.cc = 100;
+	expect_422(c, job, &dev, "device");
+	/* not known: the worker has not said, or the devices differ */
+	dev.cc = 0;
+	expect_plan(c, job, &dev, &p);
+	dev.cc = 90;
+	other.cc = 100;
+	device_limits_merge(&dev, &other);
+	CHECK_EQ_INT(dev.cc, 0);
+	expect_plan(c, job, &dev, &p);
+	catalog_free(c);
+}
+
 static void test_baseline_devices(void)
 {
 	const char *mixed = "[{\"cublaslt\":{\"available\":true,"
@@ -1447,6 +1504,7 @@ int main(void)
 	RUN_TEST(test_baseline);
 	RUN_TEST(test_baseline_devices);
 	RUN_TEST(test_device_limits);
+	RUN_TEST(test_target);
 	RUN_TEST(test_baseline_budget);
 	RUN_TEST(test_memory);
 	RUN_TEST(test_memory_unverified);
