@@ -576,6 +576,18 @@ static void on_result(struct worker *w, json_t *msg)
 	worker_job_done(w);
 }
 
+/*
+ * A worker stuck on its way out after a sticky error (in the driver,
+ * behind a kernel that never ends) would stay "stopping" for good, and
+ * the jobs queued for its GPU, which have no deadline, would wait for
+ * it for good too.
+ */
+static int on_sticky_grace(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	worker_fault(userdata, "reported a sticky error but did not exit");
+	return 0;
+}
+
 static void on_error(struct worker *w, json_t *msg)
 {
 	struct workers *p = w->pool;
@@ -595,8 +607,10 @@ static void on_error(struct worker *w, json_t *msg)
 	 * after saying so: a job sent now would die with it.  The next job
 	 * waits for the worker that replaces it.
 	 */
-	if (sticky)
+	if (sticky) {
 		worker_set_state(w, WORKER_STOPPING);
+		worker_watch(w, KILL_GRACE_USEC, on_sticky_grace);
+	}
 }
 
 static void worker_handle(struct worker *w, json_t *msg)

@@ -22,11 +22,15 @@
  *                runs until cancelled or past its deadline
  *   slow MS      say hello, then answer every job with an error, each
  *                MS milliseconds after it came
+ *   sticky_hang  say hello, then answer the first job with a sticky
+ *                error and stay alive, as a worker stuck in the driver
+ *                on its way out would
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,12 +116,12 @@ static int send_hello(int fd)
 				       (int)getpid()));
 }
 
-static int send_error(int fd, const char *id)
+static int send_error(int fd, const char *id, bool sticky)
 {
-	return send_json(fd,
-			 json_pack("{s:s, s:s?, s:s, s:b}", "type", "error",
-				   "id", id, "message",
-				   "fault-worker runs no jobs", "sticky", 0));
+	return send_json(fd, json_pack("{s:s, s:s?, s:s, s:b}", "type", "error",
+				       "id", id, "message",
+				       "fault-worker runs no jobs", "sticky",
+				       sticky));
 }
 
 /* A length header and bytes that are no JSON object. */
@@ -154,12 +158,17 @@ static int on_job(int fd, const char *fault, const char *id)
 		send_garbage(fd);
 		return 0;
 	}
+	if (!strcmp(fault, "sticky_hang")) {
+		send_error(fd, id, true);
+		for (;;)
+			pause();
+	}
 	if (!strcmp(fault, "close")) {
 		close(fd);
 		for (;;)
 			pause();
 	}
-	return send_error(fd, id);
+	return send_error(fd, id, false);
 }
 
 static int serve(unsigned int device, int fd)
