@@ -533,7 +533,14 @@ static void worker_job_done(struct worker *w)
 	w->crashes = 0;
 	w->job = NULL;
 	w->timer = sd_event_source_disable_unref(w->timer);
-	if (w->state == WORKER_BUSY)
+	/*
+	 * An answer read after the worker was killed (past the deadline,
+	 * the answer and the timer in one turn of the loop) or after it
+	 * died (drained from its socket): it stays busy until it is gone,
+	 * as after a cancel.  A next job sent now would fail as killed
+	 * without having run.
+	 */
+	if (w->state == WORKER_BUSY && w->kill == KILL_NONE && w->pid > 0)
 		worker_set_state(w, WORKER_READY);
 }
 
