@@ -39,6 +39,7 @@ struct waiter {
 	char id[JOB_ID_LEN + 1];
 	sd_event_source *timer;
 	bool created; /* POST: answer 202 while still not final */
+	json_t *ended; /* the job as it ended, or NULL */
 };
 
 int api_new(sd_event *event, struct job_store *jobs, struct workers *workers,
@@ -74,6 +75,7 @@ static void waiter_destroy(void *data)
 
 	list_del_init(&w->link);
 	sd_event_source_disable_unref(w->timer);
+	json_decref(w->ended);
 	free(w);
 }
 
@@ -120,8 +122,15 @@ void api_job_changed(struct job *job, void *userdata)
 	list_for_each_safe(pos, tmp, &api->waiters) {
 		struct waiter *w = list_entry(pos, struct waiter, link);
 
-		if (strcmp(w->id, job->id) == 0)
-			waiter_wake(w);
+		if (strcmp(w->id, job->id) != 0)
+			continue;
+		/*
+		 * The answer goes out on a later turn of the loop, by which
+		 * time jobs ending meanwhile may have pushed this one past
+		 * max-kept: keep it as it ended.
+		 */
+		w->ended = job_to_json(job);
+		waiter_wake(w);
 	}
 }
 
@@ -483,12 +492,27 @@ static void delete_job(struct api *api, struct http_request *req,
 	respond_job(req, job, false);
 }
 
+/* A held request whose job ended: 200, as for any job that has ended. */
+static void respond_ended(struct http_request *req, struct waiter *w)
+{
+	char location[64];
+
+	snprintf(location, sizeof(location), "/v1/jobs/%s", w->id);
+	http_respond_json(req, 200, TAKE_PTR(w->ended),
+			  w->created ? "Location" : NULL, location);
+}
+
 /* A held request comes back here once its job ended or its wait ran out. */
 static void answer_waiter(struct api *api, struct http_request *req)
 {
 	struct waiter *w = http_request_get_data(req);
-	struct job *job = w ? job_store_find(api->jobs, w->id) : NULL;
+	struct job *job;
 
+	if (w && w->ended) {
+		respond_ended(req, w);
+		return;
+	}
+	job = w ? job_store_find(api->jobs, w->id) : NULL;
 	if (!job) {
 		http_respond_errorf(req, 404, "not_found", NULL,
 				    "the job is gone");
