@@ -134,12 +134,41 @@ void api_job_changed(struct job *job, void *userdata)
 	}
 }
 
+/*
+ * No Retry-After: the job ends with gemmd, so the same request can only
+ * get a 404, and a gemmd stopped on purpose is not restarted
+ * (Restart=on-failure); if and when it comes back is not ours to say.
+ * job is NULL for a job not made.
+ */
+static void refuse_stopping(struct http_request *req, const struct job *job)
+{
+	if (!job) {
+		http_respond_errorf(req, 503, "shutting_down", NULL,
+				    "gemmd is stopping and takes no new jobs");
+		return;
+	}
+	http_respond_errorf(req, 503, "shutting_down", NULL,
+			    "gemmd is stopping; job %s has not ended (%s) "
+			    "and will not",
+			    job->id, job_state_to_string(job->state));
+}
+
+/*
+ * Requests still come in while the server flushes its answers at
+ * shutdown (the next one pipelined on a connection): nothing is held
+ * then, as nothing would wake it.
+ */
 static int hold_request(struct api *api, struct http_request *req,
 			const struct job *job, unsigned int wait, bool created)
 {
-	struct waiter *w = calloc(1, sizeof(*w));
+	struct waiter *w;
 	int r;
 
+	if (api->stopping) {
+		refuse_stopping(req, job);
+		return 0;
+	}
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->api = api;
@@ -367,6 +396,11 @@ static void post_job(struct api *api, struct http_request *req)
 		http_respond_error_retry(req, &err, retry_sec);
 		return;
 	}
+	/* A job made now would never run, and be lost with gemmd. */
+	if (api->stopping && !spec.dry_run) {
+		refuse_stopping(req, NULL);
+		return;
+	}
 	r = job_store_add(api->jobs, &spec, &job);
 	if (r == -EBUSY) {
 		refuse_queue_full(api, req);
@@ -518,16 +552,8 @@ static void answer_waiter(struct api *api, struct http_request *req)
 				    "the job is gone");
 		return;
 	}
-	/*
-	 * No Retry-After: the job ends with gemmd, so the same request can
-	 * only get a 404, and a gemmd stopped on purpose is not restarted
-	 * (Restart=on-failure); if and when it comes back is not ours to say.
-	 */
 	if (api->stopping && !job_state_is_final(job->state)) {
-		http_respond_errorf(req, 503, "shutting_down", NULL,
-				    "gemmd is stopping; job %s has not ended "
-				    "(%s) and will not",
-				    job->id, job_state_to_string(job->state));
+		refuse_stopping(req, job);
 		return;
 	}
 	respond_job(req, job, w->created);
