@@ -912,6 +912,8 @@ static int worker_spawn(struct worker *w)
 					       p->start_timeout_usec, 0,
 					       on_hello_timeout, w);
 	if (r < 0) {
+		/* reaped here: its child source must not outlive it */
+		w->child = sd_event_source_disable_unref(w->child);
 		kill(w->pid, SIGKILL);
 		waitpid(w->pid, NULL, 0);
 		w->pid = 0;
