@@ -734,7 +734,7 @@ static void print_verify(const json_t *job)
 		json_object_get(json_object_get(job, "result"), "verify");
 	const char *text = ctl_job_verdict(job);
 	double abs_err = 0, rel_err = 0, atol = 0, rtol = 0;
-	json_int_t bad = 0, nans = 0, infs = 0, unwritten = 0;
+	json_int_t bad = 0, nans = 0, infs = 0, unwritten = 0, overflow = 0;
 	const char *bad_got;
 	const json_t *first;
 
@@ -760,6 +760,11 @@ static void print_verify(const json_t *job)
 		      "%" JSON_INTEGER_FORMAT " NaN, %" JSON_INTEGER_FORMAT
 		      " Inf, %" JSON_INTEGER_FORMAT " never written",
 		      nans, infs, unwritten);
+	if (jint(v, "overflow_count", &overflow) && overflow)
+		field("",
+		      "%" JSON_INTEGER_FORMAT " past the output type's "
+		      "range, Inf as they should be",
+		      overflow);
 	bad_got = bad_got_name(nans, infs, unwritten);
 	first = json_object_get(v, "first_mismatch");
 	if (first && !json_is_null(first))

@@ -321,6 +321,7 @@ struct gemm_verdict {
 	uint64_t nan_count;
 	uint64_t inf_count;
 	uint64_t unwritten; /* elements still holding the poison pattern */
+	uint64_t overflow; /* right Infs: the value is past D's type's range */
 	int64_t first_row, first_col; /* first mismatch, -1 if none */
 	double first_got, first_want;
 	/*

@@ -87,7 +87,7 @@ static json_t *verdict_to_json(const struct gemm_verdict *v)
 	if (!v->checked)
 		return json_pack("{s:b}", "checked", 0);
 	return json_pack("{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I,"
-			 " s:I, s:o, s:o}",
+			 " s:I, s:I, s:o, s:o}",
 			 "checked", 1, "passed", v->passed, "max_abs_err",
 			 json_finite(v->max_abs_err), "max_rel_err",
 			 json_finite(v->max_rel_err), "rel_fro_err",
@@ -96,7 +96,8 @@ static json_t *verdict_to_json(const struct gemm_verdict *v)
 			 "mismatches", (json_int_t)v->mismatches, "nan_count",
 			 (json_int_t)v->nan_count, "inf_count",
 			 (json_int_t)v->inf_count, "unwritten",
-			 (json_int_t)v->unwritten, "first_mismatch",
+			 (json_int_t)v->unwritten, "overflow_count",
+			 (json_int_t)v->overflow, "first_mismatch",
 			 first_mismatch_to_json(v), "mismatches_sample",
 			 sample_to_json(v));
 }
@@ -444,7 +445,7 @@ static int sample_from_json(json_t *a, struct gemm_verdict *v)
 static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 {
 	json_t *first;
-	json_int_t mism, nan, inf, unwr;
+	json_int_t mism, nan, inf, unwr, ovf;
 	int checked, passed;
 	json_t *a, *b, *c, *d, *e;
 
@@ -456,11 +457,12 @@ static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 		return 0;
 	if (json_unpack(j,
 			"{s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I,"
-			" s:o}",
+			" s:I, s:o}",
 			"passed", &passed, "max_abs_err", &a, "max_rel_err", &b,
 			"rel_fro_err", &c, "atol", &d, "rtol", &e, "mismatches",
 			&mism, "nan_count", &nan, "inf_count", &inf,
-			"unwritten", &unwr, "first_mismatch", &first) < 0)
+			"unwritten", &unwr, "overflow_count", &ovf,
+			"first_mismatch", &first) < 0)
 		return -EINVAL;
 	v->passed = passed;
 	v->max_abs_err = number_or_nan(a);
@@ -472,6 +474,7 @@ static int verdict_from_json(json_t *j, struct gemm_verdict *v)
 	v->nan_count = (uint64_t)nan;
 	v->inf_count = (uint64_t)inf;
 	v->unwritten = (uint64_t)unwr;
+	v->overflow = (uint64_t)ovf;
 	if (json_is_object(first)) {
 		json_int_t row, col;
 		json_t *got, *want;

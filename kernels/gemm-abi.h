@@ -300,7 +300,9 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_cmp_args) == 48, "cmp layout");
  * first_index to UINT64_MAX before the compare launch.  The maxima are
  * non-negative floats stored as their bit patterns, which order like
  * unsigned integers, so atomicMax works on them.  NaN, Inf and unwritten
- * elements count as mismatches and are left out of the error statistics.
+ * elements count as mismatches and are left out of the error statistics,
+ * but for an Inf where the exact value is past the output type's range
+ * (an fp16 D past 65504), which is right: counted as overflow.
  *
  * sample: the linear indices of mismatches, one per slot claimed (an
  * atomic add on sample_count, which may count past the slots), in the
@@ -312,6 +314,7 @@ struct gemm_cmp_stats {
 	uint64_t nan_count; /* NaN other than the poison pattern */
 	uint64_t inf_count;
 	uint64_t unwritten; /* still GEMMD_POISON_U16 / GEMMD_POISON_U32 */
+	uint64_t overflow; /* Inf of the sign of a value past D's range */
 	uint64_t first_index; /* lowest mismatching linear index */
 	uint32_t max_abs_bits;
 	uint32_t max_rel_bits;
@@ -321,5 +324,5 @@ struct gemm_cmp_stats {
 	uint64_t sample[GEMMD_CMP_SAMPLE_SLOTS];
 };
 GEMMD_STATIC_ASSERT(sizeof(struct gemm_cmp_stats) ==
-			    72 + 8 * GEMMD_CMP_SAMPLE_SLOTS,
+			    80 + 8 * GEMMD_CMP_SAMPLE_SLOTS,
 		    "stats layout");

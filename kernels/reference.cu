@@ -255,6 +255,7 @@ template <typename T> __device__ void ref_kernel(const gemm_ref_args &args)
 
 struct cmp_local {
 	unsigned long long mismatches, nan_count, inf_count, unwritten;
+	unsigned long long overflow;
 	unsigned long long first_index;
 	float max_abs, max_rel;
 	double sum_sq_err, sum_sq_ref;
@@ -291,6 +292,17 @@ __device__ __forceinline__ void cmp_bad(cmp_local &c, const gemm_cmp_args &a,
 	cmp_record(reinterpret_cast<gemm_cmp_stats *>(a.stats), i);
 }
 
+/* got, an Inf, is what D's type makes of a value the reference allows. */
+template <typename T>
+__device__ __forceinline__ bool overflows(const gemm_cmp_args &a, float ref,
+					  float got)
+{
+	const float far =
+		fabsf(ref) + (a.exact ? 0.0f : a.atol + a.rtol * fabsf(ref));
+
+	return signbit(got) == signbit(ref) && isinf(round_to<T>(far));
+}
+
 /*
  * Tolerances (chosen by the host, run_tolerance() in verify.c, documented
  * here because this is where they are applied):
@@ -308,7 +320,10 @@ __device__ __forceinline__ void cmp_bad(cmp_local &c, const gemm_cmp_args &a,
  *    two fp32 roundings of alpha * acc + beta * c, which a kernel may
  *    fuse (fma) where the reference does not.
  * NaN, Inf and unwritten elements are mismatches and are kept out of the
- * error statistics.
+ * error statistics.  An Inf is right, and counted as overflow, where the
+ * value within the tolerance of the reference furthest from zero rounds
+ * to that Inf in the output type: exact, the product itself is past the
+ * type's range (an fp16 D past 65504, with alpha 1000, say).
  *
  * max_rel is taken only over elements whose reference is clearly away
  * from zero, |want| > atol (or > 1e-6 when atol is 0, as for randint):
@@ -333,6 +348,10 @@ __device__ __forceinline__ void cmp_elem(cmp_local &c, const gemm_cmp_args &a,
 	if (isnan(got)) {
 		c.nan_count++;
 		cmp_bad(c, a, i);
+		return;
+	}
+	if (isinf(got) && overflows<T>(a, ref, got)) {
+		c.overflow++;
 		return;
 	}
 	if (isinf(got)) {
@@ -390,6 +409,7 @@ __device__ void cmp_flush(cmp_local &c, gemm_cmp_stats *s)
 	const unsigned long long nan = warp_sum(c.nan_count);
 	const unsigned long long inf = warp_sum(c.inf_count);
 	const unsigned long long unw = warp_sum(c.unwritten);
+	const unsigned long long ovf = warp_sum(c.overflow);
 	const unsigned long long first = warp_min(c.first_index);
 	const float max_abs = warp_max(c.max_abs);
 	const float max_rel = warp_max(c.max_rel);
@@ -408,6 +428,8 @@ __device__ void cmp_flush(cmp_local &c, gemm_cmp_stats *s)
 		atomicAdd(u64(&s->inf_count), inf);
 	if (unw)
 		atomicAdd(u64(&s->unwritten), unw);
+	if (ovf)
+		atomicAdd(u64(&s->overflow), ovf);
 	/* Non-negative floats order like their bit patterns. */
 	atomicMax(&s->max_abs_bits, __float_as_uint(max_abs));
 	atomicMax(&s->max_rel_bits, __float_as_uint(max_rel));

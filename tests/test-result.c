@@ -58,6 +58,7 @@ static struct gemm_result sample(void)
 			    .nan_count = 1,
 			    .inf_count = 2,
 			    .unwritten = 4,
+			    .overflow = 5,
 			    .first_row = 7,
 			    .first_col = 9,
 			    .first_got = 1.0,
@@ -85,6 +86,7 @@ static void test_round_trip(void)
 	CHECK_EQ_INT(b.verify.nan_count, 1);
 	CHECK_EQ_INT(b.verify.inf_count, 2);
 	CHECK_EQ_INT(b.verify.unwritten, 4);
+	CHECK_EQ_INT(b.verify.overflow, 5);
 	CHECK_EQ_INT(b.verify.first_row, 7);
 	CHECK_EQ_INT(b.verify.first_col, 9);
 	CHECK(b.timing.iqr_us > 1.49 && b.timing.iqr_us < 1.51);

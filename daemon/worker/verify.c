@@ -277,6 +277,7 @@ static void verdict_fill(struct run *r, const struct gemm_cmp_stats *st,
 	v->nan_count = st->nan_count;
 	v->inf_count = st->inf_count;
 	v->unwritten = st->unwritten;
+	v->overflow = st->overflow;
 	v->max_abs_err = max_abs;
 	v->max_rel_err = max_rel;
 	if (st->sum_sq_ref > 0)
