@@ -166,10 +166,10 @@ static int match_value(const char *cmd, const char *name, int argc, char **argv,
 	}
 	if (a[n])
 		return 0;
-	if (*i + 1 >= argc && cmd)
-		return usage_error("%s: option '%s' needs a value", cmd, name);
 	if (*i + 1 >= argc)
-		return usage_error("option '%s' needs a value", name);
+		return cmd ? usage_error("%s: option '%s' needs a value", cmd,
+					 name) :
+			     usage_error("option '%s' needs a value", name);
 	*ret = argv[++*i];
 	return 1;
 }
@@ -421,7 +421,8 @@ static bool left_to_gemmd(const json_error_t *err)
  * scalar at the top, a NUL in a string, a number out of range) it
  * refuses with a code and message of its own.
  */
-static int read_job(const char *file, char **ret, size_t *ret_len)
+static int read_job(const char *file, const char *what, char **ret,
+		    size_t *ret_len)
 {
 	bool is_stdin = !strcmp(file, "-");
 	const char *name = is_stdin ? "<stdin>" : file;
@@ -440,11 +441,14 @@ static int read_job(const char *file, char **ret, size_t *ret_len)
 	r = read_stream(f, &buf, &len);
 	if (!is_stdin)
 		fclose(f);
-	if (r < 0) {
-		fprintf(stderr, "gemmctl: %s: %s\n", name,
-			r == -EFBIG ? "job file too large" : strerror(-r));
+	if (r == -EFBIG)
+		fprintf(stderr,
+			"gemmctl: %s: %s file too large (over %u MiB)\n", name,
+			what, JOB_FILE_MAX >> 20);
+	else if (r < 0)
+		fprintf(stderr, "gemmctl: %s: %s\n", name, strerror(-r));
+	if (r < 0)
 		return r;
-	}
 	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!root && !left_to_gemmd(&err)) {
 		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
@@ -472,7 +476,7 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 	if (parse_submit(argc, argv, &file, &wait_s, &key) < 0)
 		return CTL_EXIT_USAGE;
 	ctl->http.idempotency_key = key;
-	if (read_job(file, &buf, &len) < 0)
+	if (read_job(file, "job", &buf, &len) < 0)
 		return CTL_EXIT_ERROR;
 	if (wait_s >= 0)
 		snprintf(path, sizeof(path), "/v1/jobs?wait=%ld", wait_s);
@@ -627,12 +631,12 @@ static int match_tune_any(int argc, char **argv, int *i, void *o)
 }
 
 /*
- * The JSON object in file: the job, for the commands that make jobs of it
- * (tune, gpus), or a sweep (merge).  A key twice is refused, as gemmd refuses it
- * (duplicate_key): the jobs sent are made from what is read here, where
- * the last would win.  A \u0000 is read, and sent on for gemmd to refuse
- * with its own null_byte, as submit's would be; a number past 64 bits
- * cannot be read at all.
+ * The JSON object in file: the job, for the commands that make jobs of
+ * it (tune, gpus), or a sweep (merge).  A key twice is refused, as gemmd
+ * refuses it (duplicate_key): the jobs sent are made from what is read
+ * here, where the last would win.  A \u0000 is read, and sent on for
+ * gemmd to refuse with its own null_byte, as submit's would be; a number
+ * past 64 bits cannot be read at all.
  */
 static int read_object(const char *file, const char *what, json_t **ret)
 {
@@ -641,7 +645,7 @@ static int read_object(const char *file, const char *what, json_t **ret)
 	char *buf = NULL;
 	size_t len = 0;
 
-	if (read_job(file, &buf, &len) < 0)
+	if (read_job(file, what, &buf, &len) < 0)
 		return CTL_EXIT_ERROR;
 	*ret = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
 			  &err);
@@ -653,7 +657,7 @@ static int read_object(const char *file, const char *what, json_t **ret)
 		return CTL_EXIT_ERROR;
 	}
 	if (!json_is_object(*ret)) {
-		fprintf(stderr, "gemmctl: %s: %s is not an object\n", name,
+		fprintf(stderr, "gemmctl: %s: the %s is not an object\n", name,
 			what);
 		json_decref(*ret);
 		*ret = NULL;
@@ -672,7 +676,7 @@ static int cmd_tune(struct ctl *ctl, int argc, char **argv)
 
 	if (parse_file_and("tune", argc, argv, &file, match_tune_any, &o) < 0)
 		return CTL_EXIT_USAGE;
-	r = read_object(file, "the job", &base);
+	r = read_object(file, "job", &base);
 	if (r == CTL_EXIT_OK)
 		r = ctl_tune(&ctl->http, &o, base);
 	json_decref(base);
@@ -729,7 +733,7 @@ static int cmd_gpus(struct ctl *ctl, int argc, char **argv)
 
 	if (parse_file_and("gpus", argc, argv, &file, match_gpus, &o) < 0)
 		return CTL_EXIT_USAGE;
-	r = read_object(file, "the job", &base);
+	r = read_object(file, "job", &base);
 	if (r == CTL_EXIT_OK &&
 	    json_is_true(json_object_get(base, "dry_run"))) {
 		fprintf(stderr, "gemmctl: gpus: a dry run runs on no GPU: "
@@ -815,7 +819,7 @@ static int cmd_merge(struct ctl *ctl, int argc, char **argv)
 	r = CTL_EXIT_OK;
 	for (i = 0; i < n && r == CTL_EXIT_OK; i++) {
 		sweeps[i].file = strcmp(files[i], "-") ? files[i] : "<stdin>";
-		r = read_object(files[i], "the sweep", &sweeps[i].doc);
+		r = read_object(files[i], "sweep", &sweeps[i].doc);
 	}
 	if (r == CTL_EXIT_OK)
 		r = ctl_merge(&o, sweeps, n);
