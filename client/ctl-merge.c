@@ -13,6 +13,7 @@
  * still line up where they share candidates.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ struct merge {
 	char **labels; /* per sweep: its node's hostname, or its file */
 	struct config *configs;
 	size_t nconfigs, alloc;
+	json_t *index; /* config key -> its index in configs */
 };
 
 /* --- checks --------------------------------------------------------------- */
@@ -172,12 +174,9 @@ static int make_labels(struct merge *m)
 
 static struct config *find_config(struct merge *m, const char *key)
 {
-	size_t i;
+	json_t *i = json_object_get(m->index, key);
 
-	for (i = 0; i < m->nconfigs; i++)
-		if (!strcmp(m->configs[i].key, key))
-			return &m->configs[i];
-	return NULL;
+	return i ? &m->configs[json_integer_value(i)] : NULL;
 }
 
 static struct config *add_config(struct merge *m, json_t *kernel, char *key)
@@ -202,10 +201,25 @@ static struct config *add_config(struct merge *m, json_t *kernel, char *key)
 		free(c->outcome);
 		return NULL;
 	}
+	if (json_object_set_new(m->index, key,
+				json_integer((json_int_t)m->nconfigs)) < 0) {
+		free(c->entry);
+		free(c->outcome);
+		return NULL;
+	}
 	c->key = key;
 	c->kernel = json_incref(kernel);
 	c->order = m->nconfigs++;
 	return c;
+}
+
+/* A rate tune could have measured: a number, finite, not negative. */
+static bool rate_ok(const json_t *e)
+{
+	const json_t *v = json_object_get(e, "tflops");
+
+	return json_is_number(v) && isfinite(json_number_value(v)) &&
+	       json_number_value(v) >= 0;
 }
 
 static int add_entry(struct merge *m, size_t s, const char *list, size_t i,
@@ -218,13 +232,12 @@ static int add_entry(struct merge *m, size_t s, const char *list, size_t i,
 	char *key;
 
 	if (!json_is_object(kernel) ||
-	    (outcome == OUTCOME_PASSED &&
-	     !json_is_number(json_object_get(e, "tflops")))) {
+	    (outcome == OUTCOME_PASSED && !rate_ok(e))) {
 		fprintf(stderr,
 			"gemmctl: merge: %s: %s[%zu] has no kernel%s: not what "
 			"tune --json prints\n",
 			m->sweeps[s].file, list, i,
-			outcome == OUTCOME_PASSED ? " or tflops" : "");
+			outcome == OUTCOME_PASSED ? " or rate (tflops)" : "");
 		return -EINVAL;
 	}
 	key = json_dumps(kernel, JSON_COMPACT | JSON_SORT_KEYS);
@@ -240,11 +253,16 @@ static int add_entry(struct merge *m, size_t s, const char *list, size_t i,
 			return -ENOMEM;
 		}
 	}
-	/* A sweep lists each candidate once; should one repeat, the first. */
-	if (!c->entry[s]) {
-		c->entry[s] = e;
-		c->outcome[s] = outcome;
+	/* tune lists each candidate once, in one of its lists */
+	if (c->entry[s]) {
+		fprintf(stderr,
+			"gemmctl: merge: %s: %s[%zu] is a candidate listed "
+			"before: not what tune --json prints\n",
+			m->sweeps[s].file, list, i);
+		return -EINVAL;
 	}
+	c->entry[s] = e;
+	c->outcome[s] = outcome;
 	return 0;
 }
 
@@ -302,7 +320,8 @@ static void rate(struct config *c, size_t n, double *buf)
 	qsort(buf, n, sizeof(*buf), cmp_double);
 	c->min = buf[0];
 	c->max = buf[n - 1];
-	c->median = n % 2 ? buf[n / 2] : (buf[n / 2 - 1] + buf[n / 2]) / 2;
+	/* halves first: the sum of two rates near DBL_MAX is Inf */
+	c->median = n % 2 ? buf[n / 2] : buf[n / 2 - 1] / 2 + buf[n / 2] / 2;
 }
 
 /* Ranked ones first, fastest median first; the rest as they came. */
@@ -409,6 +428,14 @@ fail:
 	return NULL;
 }
 
+/* (max - min) / median; null where that is no number (a median of 0) */
+static json_t *spread(const struct config *c)
+{
+	double v = (c->max - c->min) / c->median;
+
+	return c->median > 0 && isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *config_entry(const struct merge *m, const struct config *c,
 			    size_t rank)
 {
@@ -426,11 +453,10 @@ static json_t *config_entry(const struct merge *m, const struct config *c,
 	if (!c->everywhere)
 		return json_pack("{s:O, s:O, s:o}", "kernel", c->kernel, "plan",
 				 first_plan(c, m->n), "nodes", nodes);
-	o = json_pack("{s:I, s:O, s:{s:f, s:f, s:f}, s:f, s:O, s:o}", "rank",
+	o = json_pack("{s:I, s:O, s:{s:f, s:f, s:f}, s:o, s:O, s:o}", "rank",
 		      (json_int_t)rank, "kernel", c->kernel, "tflops", "median",
 		      c->median, "min", c->min, "max", c->max, "spread",
-		      c->median > 0 ? (c->max - c->min) / c->median : 0.0,
-		      "plan", first_plan(c, m->n), "nodes", nodes);
+		      spread(c), "plan", first_plan(c, m->n), "nodes", nodes);
 	return o;
 }
 
@@ -497,9 +523,10 @@ static int print_table(const struct merge *m, const json_t *doc)
 	printf("%zu sweep(s) of one job:", m->n);
 	for (s = 0; s < m->n; s++)
 		ctl_print_text(stdout, "%s %s", s ? "," : "", m->labels[s]);
-	printf("\n%zu configurations: %zu passed in every sweep, %zu did "
+	printf("\n%zu configuration%s: %zu passed in every sweep, %zu did "
 	       "not\n",
-	       m->nconfigs, ranked, m->nconfigs - ranked);
+	       m->nconfigs, m->nconfigs == 1 ? "" : "s", ranked,
+	       m->nconfigs - ranked);
 	if (ranked)
 		printf("TFLOP/s is the median over the sweeps; SPREAD is "
 		       "(MAX - MIN) / TFLOP/s\n");
@@ -524,6 +551,7 @@ static void merge_done(struct merge *m)
 	for (i = 0; m->labels && i < m->n; i++)
 		free(m->labels[i]);
 	free(m->labels);
+	json_decref(m->index);
 }
 
 int ctl_merge(const struct ctl_merge_opts *opts, const struct ctl_sweep *sweeps,
@@ -539,7 +567,8 @@ int ctl_merge(const struct ctl_merge_opts *opts, const struct ctl_sweep *sweeps,
 			return CTL_EXIT_ERROR;
 	if (check_together(sweeps, n) < 0)
 		return CTL_EXIT_ERROR;
-	r = make_labels(&m);
+	m.index = json_object();
+	r = m.index ? make_labels(&m) : -ENOMEM;
 	if (!r)
 		r = collect(&m);
 	if (!r)
@@ -552,8 +581,11 @@ int ctl_merge(const struct ctl_merge_opts *opts, const struct ctl_sweep *sweeps,
 		r = opts->json ? ctl_print_doc(doc) : print_table(&m, doc);
 	if (r == -ENOMEM)
 		fprintf(stderr, "gemmctl: out of memory\n");
-	if (!r && !json_integer_value(json_object_get(doc, "ranked")))
+	if (!r && !json_integer_value(json_object_get(doc, "ranked"))) {
+		fprintf(stderr, "gemmctl: merge: no configuration passed in "
+				"every sweep\n");
 		r = -ENOENT;
+	}
 	json_decref(doc);
 	merge_done(&m);
 	return r ? CTL_EXIT_ERROR : CTL_EXIT_OK;
