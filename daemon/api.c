@@ -189,17 +189,25 @@ static int hold_request(struct api *api, struct http_request *req,
 	return 0;
 }
 
+/* A job's JSON, with a Location for the POST that made it. */
+static int respond_with(struct http_request *req, const char *id, json_t *body,
+			unsigned int status, bool created)
+{
+	char location[64];
+
+	snprintf(location, sizeof(location), "/v1/jobs/%s", id);
+	return http_respond_json(req, status, body, created ? "Location" : NULL,
+				 location);
+}
+
 static int respond_job(struct http_request *req, const struct job *job,
 		       bool created)
 {
-	char location[64];
 	unsigned int status = 200;
 
 	if (created && !job_state_is_final(job->state))
 		status = 202;
-	snprintf(location, sizeof(location), "/v1/jobs/%s", job->id);
-	return http_respond_json(req, status, job_to_json(job),
-				 created ? "Location" : NULL, location);
+	return respond_with(req, job->id, job_to_json(job), status, created);
 }
 
 /*
@@ -529,11 +537,7 @@ static void delete_job(struct api *api, struct http_request *req,
 /* A held request whose job ended: 200, as for any job that has ended. */
 static void respond_ended(struct http_request *req, struct waiter *w)
 {
-	char location[64];
-
-	snprintf(location, sizeof(location), "/v1/jobs/%s", w->id);
-	http_respond_json(req, 200, TAKE_PTR(w->ended),
-			  w->created ? "Location" : NULL, location);
+	respond_with(req, w->id, TAKE_PTR(w->ended), 200, w->created);
 }
 
 /* A held request comes back here once its job ended or its wait ran out. */
