@@ -577,17 +577,17 @@ void device_limits_merge(struct device_limits *acc,
 }
 
 /*
- * A cubin's code runs on its own SM version and on later minor versions
- * of the same major one (sm_90a, the Hopper features, on 9.0 only; the
- * ELF header does not tell it from sm_90).  Refused here, where a launch
- * would fail to load the module.
+ * A cubin built for sm_90a (configure.ac's -gencode) runs on compute
+ * capability 9.0 only: code with the arch-specific features loads on its
+ * own version and no other.  The ELF header does not tell sm_90a from
+ * sm_90 (which would also run on a later 9.x), so the version must be
+ * the same.  Refused here, where a launch would fail to load the module.
  */
 static int check_target(const struct kernel_info *k,
 			const struct device_limits *dev,
 			struct gemmd_error *err)
 {
-	if (!dev || !dev->cc || !k->sm ||
-	    (dev->cc / 10 == k->sm / 10 && dev->cc % 10 >= k->sm % 10))
+	if (!dev || !dev->cc || !k->sm || dev->cc == k->sm)
 		return 0;
 	return gemmd_error_set(err, 422, "unsupported", "device",
 			       "%s is built for sm_%u, which a GPU of "
