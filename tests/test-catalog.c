@@ -253,8 +253,11 @@ static int find_cubin(char *path, size_t len)
 	return r;
 }
 
-/* data[0, cut) as a cubin of its own: what catalog_read_cubin() makes of it. */
-static int read_cut(const unsigned char *data, size_t cut)
+/*
+ * data[0, cut) as a cubin of its own: what catalog_read_cubin() makes of
+ * it, and in *sm (when not NULL) the SM version of its first kernel.
+ */
+static int read_cut_sm(const unsigned char *data, size_t cut, unsigned int *sm)
 {
 	char dst[] = "/tmp/gemmd-test-XXXXXX.cubin";
 	struct catalog *c = catalog_new();
@@ -268,9 +271,41 @@ static int read_cut(const unsigned char *data, size_t cut)
 		CHECK(0);
 	close(fd);
 	r = catalog_read_cubin(c, dst);
+	if (sm)
+		*sm = r > 0 ? catalog_get(c, 0)->sm : 0;
 	unlink(dst);
 	catalog_free(c);
 	return r;
+}
+
+static int read_cut(const unsigned char *data, size_t cut)
+{
+	return read_cut_sm(data, cut, NULL);
+}
+
+/* A whole cubin of the kernel directory with a note, in *n bytes. */
+static unsigned char *load_cubin(size_t *n)
+{
+	unsigned char *buf;
+	char src[4096];
+	struct stat st;
+	int fd;
+
+	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
+	fd = open(src, O_RDONLY);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return NULL;
+	CHECK_EQ_INT(fstat(fd, &st), 0);
+	*n = (size_t)st.st_size;
+	buf = malloc(*n);
+	CHECK(buf && read(fd, buf, *n) == (ssize_t)*n);
+	close(fd);
+	if (buf && *n >= sizeof(Elf64_Ehdr))
+		return buf;
+	CHECK(0);
+	free(buf);
+	return NULL;
 }
 
 /*
@@ -284,26 +319,11 @@ static void test_corrupt(void)
 	const Elf64_Ehdr *eh;
 	struct catalog *c;
 	unsigned char *buf;
-	char src[4096];
-	size_t n, cut, sh_end;
-	struct stat st;
-	int fd;
+	size_t n = 0, cut, sh_end;
 
-	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
-	fd = open(src, O_RDONLY);
-	CHECK(fd >= 0);
-	if (fd < 0)
+	buf = load_cubin(&n);
+	if (!buf)
 		return;
-	CHECK_EQ_INT(fstat(fd, &st), 0);
-	n = (size_t)st.st_size;
-	buf = malloc(n);
-	CHECK(buf && read(fd, buf, n) == (ssize_t)n);
-	close(fd);
-	if (!buf || n < sizeof(*eh)) {
-		CHECK(0);
-		free(buf);
-		return;
-	}
 	/* the whole file is read: its note is there */
 	CHECK_EQ_INT(read_cut(buf, n), 1);
 	eh = (const Elf64_Ehdr *)buf;
@@ -322,25 +342,12 @@ static void test_corrupt(void)
 	catalog_free(c);
 }
 
-/* The SM version the catalog reads from a copy of data as a cubin. */
+/* The SM version the catalog reads from data as a cubin. */
 static unsigned int read_sm(const unsigned char *data, size_t len)
 {
-	char dst[] = "/tmp/gemmd-test-XXXXXX.cubin";
-	struct catalog *c = catalog_new();
 	unsigned int sm = 0;
-	int fd;
 
-	fd = mkstemps(dst, 6);
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return 0;
-	if (write(fd, data, len) != (ssize_t)len)
-		CHECK(0);
-	close(fd);
-	if (catalog_read_cubin(c, dst) > 0)
-		sm = catalog_get(c, 0)->sm;
-	unlink(dst);
-	catalog_free(c);
+	CHECK(read_cut_sm(data, len, &sm) > 0);
 	return sm;
 }
 
@@ -353,26 +360,11 @@ static void test_target(void)
 {
 	unsigned char *buf;
 	Elf64_Ehdr *eh;
-	char src[4096];
-	struct stat st;
-	size_t n;
-	int fd;
+	size_t n = 0;
 
-	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
-	fd = open(src, O_RDONLY);
-	CHECK(fd >= 0);
-	if (fd < 0)
+	buf = load_cubin(&n);
+	if (!buf)
 		return;
-	CHECK_EQ_INT(fstat(fd, &st), 0);
-	n = (size_t)st.st_size;
-	buf = malloc(n);
-	CHECK(buf && read(fd, buf, n) == (ssize_t)n);
-	close(fd);
-	if (!buf || n < sizeof(*eh)) {
-		CHECK(0);
-		free(buf);
-		return;
-	}
 	eh = (Elf64_Ehdr *)buf;
 	CHECK(eh->e_ident[EI_ABIVERSION] >= 8);
 	CHECK_EQ_INT(read_sm(buf, n), 90);
