@@ -393,6 +393,7 @@ struct value_check {
 	unsigned int keys;
 	unsigned int hosts;
 	const char *length;
+	bool coding; /* a Transfer-Encoding was sent */
 };
 
 /* A Content-Length sent again is taken only with the same value. */
@@ -440,19 +441,19 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				"Host sent more than once");
 		return MHD_NO;
 	}
+	if (kind == MHD_HEADER_KIND &&
+	    !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		v->coding = true;
 	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Content-Length"))
 		return check_length(v, value);
 	return MHD_YES;
 }
 
-static void check_framing(struct http_request *req, struct value_check *v,
-			  const char *version)
+static void check_framing(struct value_check *v, const char *version)
 {
 	if (v->e.status)
 		return;
-	if (v->length &&
-	    MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-					MHD_HTTP_HEADER_TRANSFER_ENCODING))
+	if (v->length && v->coding)
 		gemmd_error_set(&v->e, 400, "invalid_value", "Content-Length",
 				"Content-Length and Transfer-Encoding both "
 				"sent: send one");
@@ -469,7 +470,7 @@ static bool bad_values(struct http_request *req, const char *version,
 	MHD_get_connection_values_n(req->conn,
 				    MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
 				    check_value, &v);
-	check_framing(req, &v, version);
+	check_framing(&v, version);
 	*ret = v.e;
 	return v.e.status != 0;
 }
