@@ -55,7 +55,7 @@ struct merge {
 	char **labels; /* per sweep: its node's hostname, or its file */
 	struct config *configs;
 	size_t nconfigs, alloc;
-	json_t *index; /* config key -> its index in configs */
+	json_t *index; /* config key -> its index in configs, while collecting */
 };
 
 /* --- checks --------------------------------------------------------------- */
@@ -571,6 +571,9 @@ int ctl_merge(const struct ctl_merge_opts *opts, const struct ctl_sweep *sweeps,
 	r = m.index ? make_labels(&m) : -ENOMEM;
 	if (!r)
 		r = collect(&m);
+	/* rank() reorders the configurations the index points into */
+	json_decref(m.index);
+	m.index = NULL;
 	if (!r)
 		r = rank(&m);
 	if (!r) {
