@@ -551,14 +551,16 @@ static unsigned int parse_cc(const char *s)
 
 void device_limits_from_json(const json_t *dev, struct device_limits *ret)
 {
-	json_int_t sms = 0, smem = 0, mem = 0;
+	json_int_t sms = 0, smem = 0, mem = 0, l2 = 0;
 	json_t *lt = json_object_get(dev, "cublaslt");
 
-	json_unpack((json_t *)dev, "{s?I, s?I, s?I}", "sm_count", &sms,
-		    "max_smem_per_block_optin", &smem, "memory_bytes", &mem);
+	json_unpack((json_t *)dev, "{s?I, s?I, s?I, s?I}", "sm_count", &sms,
+		    "max_smem_per_block_optin", &smem, "memory_bytes", &mem,
+		    "l2_bytes", &l2);
 	ret->sm_count = (unsigned int)sms;
 	ret->smem_optin = (unsigned int)smem;
 	ret->memory_bytes = (uint64_t)mem;
+	ret->l2_bytes = l2 > 0 ? (uint64_t)l2 : 0;
 	ret->cc = parse_cc(
 		json_string_value(json_object_get(dev, "compute_capability")));
 	ret->cublaslt = json_is_true(json_object_get(lt, "available"));
@@ -569,11 +571,13 @@ void device_limits_merge(struct device_limits *acc,
 {
 	const bool cublaslt = acc->cublaslt && l->cublaslt;
 	const unsigned int cc = acc->cc == l->cc ? acc->cc : 0;
+	const uint64_t l2 = MAX(acc->l2_bytes, l->l2_bytes);
 
 	if (l->memory_bytes < acc->memory_bytes)
 		*acc = *l;
 	acc->cublaslt = cublaslt;
 	acc->cc = cc;
+	acc->l2_bytes = l2;
 }
 
 /*
@@ -595,13 +599,42 @@ static int check_target(const struct kernel_info *k,
 			       k->name, k->sm, dev->cc / 10, dev->cc % 10);
 }
 
-static int check_memory(const struct gemm_spec *spec,
-			const struct device_limits *dev,
+uint64_t plan_flush_bytes(uint64_t l2_bytes)
+{
+	return l2_bytes ? 2 * l2_bytes : PLAN_L2_FLUSH_FALLBACK;
+}
+
+/*
+ * What the worker allocates beside the operands: stream-K's workspace, a
+ * slot and a flag for each CTA of a grid of at most one CTA per SM
+ * (run_workspace()), and cold timing's flush buffer.
+ */
+static uint64_t scratch_bytes(const struct kernel_info *k,
+			      const struct gemm_spec *spec,
+			      const struct device_limits *dev,
+			      unsigned int sm_count)
+{
+	uint64_t n = 0;
+
+	if (spec->decomposition == GEMM_DECOMP_STREAM_K)
+		n += GEMMD_SK_WORKSPACE_BYTES(sm_count, k->tile.m, k->tile.n);
+	if (spec->timing_mode == GEMM_TIMING_COLD)
+		n += plan_flush_bytes(dev->l2_bytes);
+	return n;
+}
+
+static int check_memory(const struct kernel_info *k,
+			const struct gemm_spec *spec,
+			const struct device_limits *dev, unsigned int sm_count,
 			struct gemmd_error *err)
 {
-	uint64_t need = plan_memory_bytes(spec);
+	uint64_t need;
 
-	if (!dev || !dev->memory_bytes || need <= dev->memory_bytes)
+	if (!dev || !dev->memory_bytes)
+		return 0;
+	need = plan_memory_bytes(spec) + scratch_bytes(k, spec, dev, sm_count);
+
+	if (need <= dev->memory_bytes)
 		return 0;
 	return gemmd_error_set(err, 422, "too_large", "m",
 			       "%llux%llux%llu needs %llu MiB of device "
@@ -815,7 +848,7 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 	if (r >= 0)
 		r = plan_geometry(k, &s, sm_count, &p, err);
 	if (r >= 0)
-		r = check_memory(&s, dev, err);
+		r = check_memory(k, &s, dev, sm_count, err);
 	if (r < 0)
 		return r;
 

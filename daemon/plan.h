@@ -22,6 +22,7 @@ struct device_limits {
 	unsigned int sm_count;
 	unsigned int smem_optin; /* max dynamic shared memory per block */
 	uint64_t memory_bytes;
+	uint64_t l2_bytes; /* sizes cold timing's flush buffer */
 	unsigned int cc; /* compute capability, 90 for 9.0 */
 	bool cublaslt; /* the device's worker could load cuBLASLt */
 };
@@ -29,14 +30,15 @@ struct device_limits {
 /*
  * The limits of one device, from its JSON as the worker's probe reports
  * it ("sm_count", "max_smem_per_block_optin", "memory_bytes",
- * "compute_capability": "9.0", "cublaslt": {"available": bool}); a
+ * "l2_bytes", "compute_capability": "9.0", "cublaslt": {"available": bool}); a
  * missing key reads as not known, or for cuBLASLt as not available.
  */
 void device_limits_from_json(const json_t *dev, struct device_limits *ret);
 
 /*
  * Fold l into acc for a job that may land on either device: the limits
- * of the one with less memory, cuBLASLt only if both have it, and the
+ * of the one with less memory (but the larger L2), cuBLASLt only if both
+ * have it, and the
  * compute capability only if both have the same.
  */
 void device_limits_merge(struct device_limits *acc,
@@ -51,6 +53,12 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 
 /* The cuBLASLt workspace of a baseline or cuBLASLt reference run. */
 #define PLAN_CUBLASLT_WORKSPACE (32u << 20)
+/*
+ * Cold timing's flush buffer: twice the L2, so that nothing of A, B or D
+ * is left in it; this much where the L2's size is not known.
+ */
+#define PLAN_L2_FLUSH_FALLBACK (64u << 20)
+uint64_t plan_flush_bytes(uint64_t l2_bytes);
 /*
  * Stages when the job leaves them open: the most that fit, up to this
  * many.  In the 8192^3 design table (docs/perf.md) more stages never

@@ -4,6 +4,7 @@
  * gives, on a catalog made of notes shaped like the real ones.
  */
 #include "check.h"
+#include "gemm-abi.h"
 #include "plan.h"
 #include "spec.h"
 
@@ -1447,6 +1448,57 @@ static void test_memory_unverified(void)
 	catalog_free(c);
 }
 
+/*
+ * What the worker allocates beside the operands counts too: cold timing's
+ * flush buffer (twice the L2) and stream-K's workspace (a tile of fp32
+ * and a flag per CTA, at most one CTA per SM).
+ */
+static uint64_t operand_bytes(const char *body)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(spec_parse(body, strlen(body), &s, &err), 0);
+	return plan_memory_bytes(&s);
+}
+
+static void test_memory_scratch(void)
+{
+	static const char cold[] = "{\"m\":4096,\"n\":4096,\"k\":128}";
+	static const char hot[] = "{\"m\":4096,\"n\":4096,\"k\":128,"
+				  "\"timing\":{\"mode\":\"hot\"}}";
+	static const char sk[] = "{\"m\":4096,\"n\":4096,\"k\":128,"
+				 "\"timing\":{\"mode\":\"hot\"},"
+				 "\"kernel\":{\"schedule\":\"cooperative\","
+				 "\"decomposition\":\"stream_k\"}}";
+	const uint64_t ws = GEMMD_SK_WORKSPACE_BYTES(132, 128, 256);
+	struct device_limits dev = { .sm_count = 132, .l2_bytes = 50 << 20 };
+	struct catalog *c = make_catalog();
+	struct gemm_plan p;
+
+	dev.memory_bytes = operand_bytes(cold) + (100 << 20) - 1;
+	expect_422(c, cold, &dev, "m");
+	expect_plan(c, hot, &dev, &p);
+	dev.memory_bytes++;
+	expect_plan(c, cold, &dev, &p);
+	/* an L2 of unknown size: the worker's fallback */
+	dev.l2_bytes = 0;
+	dev.memory_bytes = operand_bytes(cold) + PLAN_L2_FLUSH_FALLBACK - 1;
+	expect_422(c, cold, &dev, "m");
+	dev.memory_bytes++;
+	expect_plan(c, cold, &dev, &p);
+
+	dev.memory_bytes = operand_bytes(sk) + ws - 1;
+	expect_422(c, sk, &dev, "m");
+	expect_plan(c, hot, &dev, &p);
+	dev.memory_bytes++;
+	expect_plan(c, sk, &dev, &p);
+	CHECK_EQ_INT(p.decomposition, GEMM_DECOMP_STREAM_K);
+	CHECK_EQ_INT(p.tile.m, 128);
+	CHECK_EQ_INT(p.tile.n, 256);
+	catalog_free(c);
+}
+
 /* Layouts other than tn may use cuBLASLt: the worker supports them. */
 static void test_layouts_cublas(void)
 {
@@ -1508,6 +1560,7 @@ int main(void)
 	RUN_TEST(test_baseline_budget);
 	RUN_TEST(test_memory);
 	RUN_TEST(test_memory_unverified);
+	RUN_TEST(test_memory_scratch);
 	RUN_TEST(test_layouts_cublas);
 	return check_exit();
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "nvml.h"
+#include "plan.h"
 #include "run.h"
 #include "stats.h"
 #include "timing.h"
@@ -38,7 +39,6 @@
 #define TIMING_CALIBRATE 3u /* warm-up launches timed to pick the batch */
 #define TIMING_CHUNK_US 20000.0 /* GPU time queued between two looks... */
 #define TIMING_CHUNK_MAX 256u /* ...at the stopping rule, in samples */
-#define TIMING_L2_FALLBACK (64u << 20) /* if the L2 size is unknown */
 #define TIMING_WATCH_US 200 /* polls of a running chunk, for telemetry */
 
 int run_timing_alloc(struct run *r)
@@ -64,9 +64,8 @@ int run_timing_alloc(struct run *r)
 	}
 	if (r->spec->timing_mode != GEMM_TIMING_COLD)
 		return 0;
-	/* Twice the L2: nothing of A, B or D can be left in it. */
-	r->flush_bytes = r->g->l2_bytes > 0 ? 2 * (size_t)r->g->l2_bytes :
-					      TIMING_L2_FALLBACK;
+	r->flush_bytes = plan_flush_bytes(
+		r->g->l2_bytes > 0 ? (uint64_t)r->g->l2_bytes : 0);
 	return run_alloc(r, &r->flush, r->flush_bytes);
 }
 
