@@ -25,6 +25,8 @@
  * header still gets MHD's 414 or 431.
  */
 #define HTTP_CONNECTION_MEMORY (64u * 1024)
+/* Runs of MHD with no request open that end a flush (http_server_flush()). */
+#define HTTP_FLUSH_QUIET_RUNS 3
 
 struct http_server {
 	struct MHD_Daemon *mhd;
@@ -33,7 +35,7 @@ struct http_server {
 	http_handler_fn handler;
 	void *userdata;
 	unsigned int max_body;
-	unsigned int n_resumed; /* resumed requests not yet answered */
+	unsigned int n_open; /* requests begun and not yet answered */
 	char address[128];
 };
 
@@ -181,8 +183,6 @@ void http_request_resume(struct http_request *req)
 		return;
 	req->hangup = sd_event_source_disable_unref(req->hangup);
 	req->suspended = false;
-	if (!req->resumed)
-		req->srv->n_resumed++;
 	req->resumed = true;
 	MHD_resume_connection(req->conn);
 	/*
@@ -551,6 +551,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
+		s->n_open++;
 		req->srv = s;
 		req->conn = conn;
 		req->method = method;
@@ -588,8 +589,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!req)
 		return;
 	sd_event_source_disable_unref(req->hangup);
-	if (req->resumed)
-		req->srv->n_resumed--;
+	req->srv->n_open--;
 	if (req->destroy)
 		req->destroy(req->data);
 	free(req->body);
@@ -786,13 +786,20 @@ void http_server_flush(struct http_server *s, unsigned int timeout_ms)
 	const union MHD_DaemonInfo *info;
 	uint64_t end = now_usec() + timeout_ms * 1000ull;
 	struct pollfd pfd = { .events = POLLIN };
+	unsigned int quiet = 0;
 
 	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info)
 		return;
 	pfd.fd = info->epoll_fd;
-	while (s->n_resumed && now_usec() < end) {
+	/*
+	 * A request pipelined behind one just answered is read only on a
+	 * later run, so the flush ends after a few runs with none open, not
+	 * at the first.
+	 */
+	while (quiet < HTTP_FLUSH_QUIET_RUNS && now_usec() < end) {
 		MHD_run(s->mhd);
+		quiet = s->n_open ? 0 : quiet + 1;
 		poll(&pfd, 1, 10);
 	}
 }

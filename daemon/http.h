@@ -37,8 +37,9 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 		    struct http_server **ret);
 struct http_server *http_server_free(struct http_server *s);
 /*
- * Runs MHD outside the event loop until every resumed request has been
- * answered, or timeout_ms has passed: for the held requests at shutdown.
+ * Runs MHD outside the event loop until every request begun has been
+ * answered, also those pipelined behind them, or timeout_ms has passed:
+ * for the held requests at shutdown.
  */
 void http_server_flush(struct http_server *s, unsigned int timeout_ms);
 /* "127.0.0.1:8090": the address actually bound. */
