@@ -3,6 +3,7 @@
  * diagnose.c - explain a mismatch by k-tile and pipeline stage.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,7 @@ static const char *const kind_names[_KDIAG_KIND_MAX] = {
 	[KDIAG_MISSING] = "k_tile_missing",
 	[KDIAG_DOUBLED] = "k_tile_doubled",
 	[KDIAG_REPLACED] = "k_tile_replaced",
+	[KDIAG_AMBIGUOUS] = "ambiguous",
 };
 
 static double *partial_sums(const float *a, const float *b, unsigned int k,
@@ -35,59 +37,182 @@ static bool near(double x, double y, double tol)
 	return fabs(x - y) <= tol;
 }
 
-/* t's stage held u's data; the same slot (u = t +- S) is the likely race. */
-static bool find_replaced(const double *p, unsigned int n, unsigned int s,
-			  double err, double tol, bool same_slot, int *ret_t,
-			  int *ret_u)
-{
-	unsigned int t, u;
+/*
+ * The explanations, tried in this order: a stage that held the data of
+ * another k-tile of its own slot (u = t +- S: the likely race), of any
+ * other slot, a k-tile lost, a k-tile counted twice.
+ */
+enum tier {
+	TIER_SAME_SLOT,
+	TIER_OTHER_SLOT,
+	TIER_MISSING,
+	TIER_DOUBLED,
+	_TIER_MAX,
+};
 
-	for (t = 0; t < n; t++) {
-		for (u = 0; u < n; u++) {
-			if (u == t || (same_slot && u % s != t % s))
+static const enum kdiag_kind tier_kinds[_TIER_MAX] = {
+	[TIER_SAME_SLOT] = KDIAG_REPLACED,
+	[TIER_OTHER_SLOT] = KDIAG_REPLACED,
+	[TIER_MISSING] = KDIAG_MISSING,
+	[TIER_DOUBLED] = KDIAG_DOUBLED,
+};
+
+struct diag {
+	double **p; /* per element, its per-k-tile partial sums */
+	const struct kdiag_elem *e;
+	unsigned int n_elems, n_tiles, stages;
+};
+
+/* Whether k-tile t (with u, where it was replaced) explains element i. */
+static bool explains(const struct diag *d, unsigned int i, enum tier tier,
+		     unsigned int t, unsigned int u)
+{
+	const double *p = d->p[i];
+	const double err = d->e[i].err, tol = d->e[i].tol;
+
+	/*
+	 * Each explanation is the error it makes; one that makes none (u's
+	 * sum like t's, t's sum 0) fits only an error within tol of 0,
+	 * which other explanations fit as well: ambiguous, as it should be.
+	 */
+	switch (tier) {
+	case TIER_SAME_SLOT:
+	case TIER_OTHER_SLOT:
+		return near(err, p[u] - p[t], tol);
+	case TIER_MISSING:
+		return near(err, -p[t], tol);
+	case TIER_DOUBLED:
+		return near(err, p[t], tol);
+	case _TIER_MAX:
+	default:
+		return false;
+	}
+}
+
+static bool explains_all(const struct diag *d, uint32_t mask, enum tier tier,
+			 unsigned int t, unsigned int u)
+{
+	for (unsigned int i = 0; i < d->n_elems; i++)
+		if ((mask & (1u << i)) && !explains(d, i, tier, t, u))
+			return false;
+	return true;
+}
+
+static bool tier_pair(const struct diag *d, enum tier tier, unsigned int t,
+		      unsigned int u)
+{
+	switch (tier) {
+	case TIER_SAME_SLOT:
+		return u != t && u % d->stages == t % d->stages;
+	case TIER_OTHER_SLOT:
+		return u % d->stages != t % d->stages;
+	case TIER_MISSING:
+	case TIER_DOUBLED:
+		return u == t;
+	case _TIER_MAX:
+	default:
+		return false;
+	}
+}
+
+/* How many explanations of the tier fit every element in mask; the first. */
+static uint64_t tally(const struct diag *d, enum tier tier, uint32_t mask,
+		      int *ret_t, int *ret_u)
+{
+	uint64_t count = 0;
+
+	for (unsigned int t = 0; t < d->n_tiles; t++) {
+		for (unsigned int u = 0; u < d->n_tiles; u++) {
+			if (!tier_pair(d, tier, t, u) ||
+			    !explains_all(d, mask, tier, t, u))
 				continue;
-			if (near(p[u], p[t], tol) ||
-			    !near(err, p[u] - p[t], tol))
-				continue;
-			*ret_t = (int)t;
-			*ret_u = (int)u;
-			return true;
+			if (!count++) {
+				*ret_t = (int)t;
+				*ret_u = (int)u;
+			}
 		}
 	}
-	return false;
+	return count;
 }
 
-static bool find_single(const double *p, unsigned int n, double err,
-			double sign, double tol, int *ret_t)
+static uint64_t tally_all(const struct diag *d, uint32_t mask)
 {
-	unsigned int t;
-
-	for (t = 0; t < n; t++) {
-		if (near(p[t], 0.0, tol) || !near(err, sign * p[t], tol))
-			continue;
-		*ret_t = (int)t;
-		return true;
-	}
-	return false;
-}
-
-static void explain(const double *p, unsigned int n, unsigned int s, double err,
-		    double tol, struct kdiag *d)
-{
+	uint64_t count = 0;
 	int t, u;
 
-	if (find_replaced(p, n, s, err, tol, true, &t, &u) ||
-	    find_replaced(p, n, s, err, tol, false, &t, &u)) {
-		d->kind = KDIAG_REPLACED;
-		d->k_tile = t;
-		d->other_k_tile = u;
-	} else if (find_single(p, n, err, -1.0, tol, &t)) {
-		d->kind = KDIAG_MISSING;
-		d->k_tile = t;
-	} else if (find_single(p, n, err, 1.0, tol, &t)) {
-		d->kind = KDIAG_DOUBLED;
-		d->k_tile = t;
+	for (unsigned int tier = 0; tier < _TIER_MAX; tier++)
+		count += tally(d, tier, mask, &t, &u);
+	return count;
+}
+
+/*
+ * Small integer partial sums repeat, so one element's error is often
+ * matched by several k-tiles.  The other mismatches of the element's tile
+ * and warpgroup most likely come from the same fault: each one that some
+ * explanation of the first fits along with those taken so far narrows
+ * the choice; one that none fits (another fault) is passed over.  Only an
+ * explanation left alone in the first tier that has any is given.
+ */
+static void explain(const struct diag *d, struct kdiag *ret)
+{
+	uint32_t mask = 1;
+	int t = -1, u = -1;
+
+	for (unsigned int i = 1; i < d->n_elems; i++)
+		if (tally_all(d, mask | (1u << i)))
+			mask |= 1u << i;
+	for (unsigned int tier = 0; tier < _TIER_MAX; tier++) {
+		uint64_t n = tally(d, tier, mask, &t, &u);
+
+		if (!n)
+			continue;
+		ret->used = (unsigned int)__builtin_popcount(mask);
+		if (n > 1) {
+			ret->kind = KDIAG_AMBIGUOUS;
+			return;
+		}
+		ret->kind = tier_kinds[tier];
+		ret->k_tile = t;
+		if (tier_kinds[tier] == KDIAG_REPLACED)
+			ret->other_k_tile = u;
+		return;
 	}
+}
+
+void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
+		       const struct kdiag_elem *e, unsigned int n,
+		       unsigned int k, struct kdiag *ret)
+{
+	struct kdiag r = { .kind = KDIAG_NONE,
+			   .k_tile = -1,
+			   .stage = -1,
+			   .other_k_tile = -1,
+			   .other_stage = -1 };
+	struct diag d = { .e = e,
+			  .n_elems = MIN(n, KDIAG_MAX_ELEMS),
+			  .stages = stages };
+	unsigned int i;
+
+	r.tile_m = e[0].row / tile->m;
+	r.tile_n = e[0].col / tile->n;
+	r.warpgroup = (e[0].row % tile->m) / 64;
+	d.p = calloc(d.n_elems, sizeof(*d.p));
+	for (i = 0; d.p && stages && i < d.n_elems; i++) {
+		d.p[i] = partial_sums(e[i].a_row, e[i].b_col, k, tile->k,
+				      &d.n_tiles);
+		if (!d.p[i])
+			break;
+	}
+	if (d.p && stages && i == d.n_elems)
+		explain(&d, &r);
+	for (i = 0; d.p && i < d.n_elems; i++)
+		free(d.p[i]);
+	free(d.p);
+	if (r.k_tile >= 0)
+		r.stage = r.k_tile % (int)stages;
+	if (r.other_k_tile >= 0)
+		r.other_stage = r.other_k_tile % (int)stages;
+	*ret = r;
 }
 
 void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
@@ -95,26 +220,30 @@ void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
 		      const float *b_col, unsigned int k, double err,
 		      double tol, struct kdiag *ret)
 {
-	struct kdiag d = { .kind = KDIAG_NONE,
-			   .k_tile = -1,
-			   .stage = -1,
-			   .other_k_tile = -1,
-			   .other_stage = -1 };
-	unsigned int n = 0;
-	double *p;
+	const struct kdiag_elem e = { .row = row,
+				      .col = col,
+				      .a_row = a_row,
+				      .b_col = b_col,
+				      .err = err,
+				      .tol = tol };
 
-	d.tile_m = row / tile->m;
-	d.tile_n = col / tile->n;
-	d.warpgroup = (row % tile->m) / 64;
-	p = stages ? partial_sums(a_row, b_col, k, tile->k, &n) : NULL;
-	if (p)
-		explain(p, n, stages, err, tol, &d);
-	free(p);
-	if (d.k_tile >= 0)
-		d.stage = d.k_tile % (int)stages;
-	if (d.other_k_tile >= 0)
-		d.other_stage = d.other_k_tile % (int)stages;
-	*ret = d;
+	diagnose_elements(tile, stages, &e, 1, k, ret);
+}
+
+double kdiag_half_ulp(enum gemm_dtype t, double x)
+{
+	/* significand bits, the implicit one counted */
+	static const int bits[_GEMM_DTYPE_MAX] = {
+		[GEMM_DTYPE_BF16] = 8,
+		[GEMM_DTYPE_FP16] = 11,
+		[GEMM_DTYPE_FP32] = 24,
+	};
+	int e;
+
+	if ((unsigned int)t >= _GEMM_DTYPE_MAX || !isfinite(x))
+		return 0.0;
+	frexp(x, &e); /* |x| < 2^e */
+	return ldexp(1.0, e - bits[t] - 1);
 }
 
 static json_t *int_or_null(int x)
@@ -124,10 +253,11 @@ static json_t *int_or_null(int x)
 
 json_t *kdiag_to_json(const struct kdiag *d)
 {
-	return json_pack("{s:s, s:[i,i], s:i, s:o, s:o, s:o, s:o}", "kind",
+	return json_pack("{s:s, s:[i,i], s:i, s:o, s:o, s:o, s:o, s:i}", "kind",
 			 kind_names[d->kind], "tile", d->tile_m, d->tile_n,
 			 "warpgroup", d->warpgroup, "k_tile",
 			 int_or_null(d->k_tile), "stage", int_or_null(d->stage),
 			 "other_k_tile", int_or_null(d->other_k_tile),
-			 "other_stage", int_or_null(d->other_stage));
+			 "other_stage", int_or_null(d->other_stage),
+			 "mismatches_used", (json_int_t)d->used);
 }

@@ -337,6 +337,7 @@ struct gemm_verdict {
 		unsigned int tile_m, tile_n, warpgroup;
 		int kind; /* enum kdiag_kind */
 		int k_tile, stage, other_k_tile, other_stage;
+		unsigned int used; /* mismatches the explanation fits */
 	} where;
 };
 

@@ -40,6 +40,7 @@ static json_t *where_to_json(const struct gemm_verdict *v)
 		.k_tile = v->where.k_tile,
 		.stage = v->where.stage,
 		.other_k_tile = v->where.other_k_tile,
+		.used = v->where.used,
 		.other_stage = v->where.other_stage,
 	};
 

@@ -419,10 +419,10 @@ static void print_verdict(const struct gemm_verdict *v)
 		       v->sample[i].got, v->sample[i].want);
 	if (v->diagnosed)
 		printf("     tile (%u, %u) warpgroup %u k_tile %d stage %d "
-		       "(kind %d, other k_tile %d)\n",
+		       "(kind %d, other k_tile %d, from %u mismatches)\n",
 		       v->where.tile_m, v->where.tile_n, v->where.warpgroup,
 		       v->where.k_tile, v->where.stage, v->where.kind,
-		       v->where.other_k_tile);
+		       v->where.other_k_tile, v->where.used);
 }
 
 /* Runs one job; a lost context ends the program, nothing else can run. */

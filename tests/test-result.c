@@ -496,6 +496,7 @@ static void test_where(void)
 	a.verify.where.stage = 1;
 	a.verify.where.other_k_tile = 1;
 	a.verify.where.other_stage = 1;
+	a.verify.where.used = 6;
 	j = result_to_json(&a);
 	w = json_object_get(json_object_get(json_object_get(j, "verify"),
 					    "first_mismatch"),
@@ -503,6 +504,8 @@ static void test_where(void)
 	CHECK_STREQ(json_string_value(json_object_get(w, "kind")),
 		    "k_tile_replaced");
 	CHECK_EQ_INT(json_integer_value(json_object_get(w, "stage")), 1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(w, "mismatches_used")),
+		     6);
 	CHECK_EQ_INT(json_integer_value(
 			     json_array_get(json_object_get(w, "tile"), 0)),
 		     3);

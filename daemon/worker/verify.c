@@ -151,39 +151,91 @@ static unsigned int run_warpgroup(const struct run *r, uint64_t row)
 	}
 }
 
+/* Whether sample mismatch m lies in the first one's tile and warpgroup. */
+static bool same_tile(const struct run *r, const struct gemm_mismatch *m,
+		      const struct gemm_mismatch *first)
+{
+	const struct gemm_tile *t = &r->plan->tile;
+
+	return m->row / t->m == first->row / t->m &&
+	       m->col / t->n == first->col / t->n &&
+	       run_warpgroup(r, (uint64_t)m->row) ==
+		       run_warpgroup(r, (uint64_t)first->row);
+}
+
 /*
- * Trace the first mismatch to the k-tile and stage that made it: its row
- * of A and column of B come back to the host and the error is matched
- * against per-k-tile partial sums (the error scaled back by alpha).  The
- * tile is the plan's; the stage is k_tile % stages only where the ring
- * starts afresh with each tile, so a persistent kernel reports none.
- * Best effort: a failure here leaves the verdict as it is.
+ * A mismatch for diagnose_elements(): its row of A and column of B back on
+ * the host, the error scaled back by alpha, and the tolerance of a match:
+ * randint sums are exact integers, but D holds them rounded to its type;
+ * otherwise the job's tolerance.
+ */
+static int diag_elem(struct run *r, const struct gemm_ref_args *st,
+		     const struct gemm_verdict *v,
+		     const struct gemm_mismatch *m, float *buf,
+		     struct kdiag_elem *ret)
+{
+	const struct gemm_spec *s = r->spec;
+	const double alpha = fabs(s->alpha);
+	float *a = buf, *b = buf + s->k;
+	double tol;
+	int e;
+
+	e = read_k_vector(r, r->a, (uint64_t)m->row * st->a_sm, st->a_sk, a);
+	if (!e)
+		e = read_k_vector(r, r->b, (uint64_t)m->col * st->b_sn,
+				  st->b_sk, b);
+	if (e)
+		return e;
+	tol = s->init == GEMM_INIT_RANDINT ?
+		      0.5 + kdiag_half_ulp(s->out, m->got) :
+		      v->atol + v->rtol * fabs(m->want);
+	*ret = (struct kdiag_elem){ .row = (unsigned int)m->row,
+				    .col = (unsigned int)m->col,
+				    .a_row = a,
+				    .b_col = b,
+				    .err = (m->got - m->want) / s->alpha,
+				    .tol = tol / alpha };
+	return 0;
+}
+
+/*
+ * Trace the first mismatch to the k-tile and stage that made it, with the
+ * other sampled mismatches of its tile and warpgroup to tell apart the
+ * k-tiles that one alone leaves open.  The tile is the plan's; the stage
+ * is k_tile % stages only where the ring starts afresh with each tile, so
+ * a persistent kernel reports none.  Best effort: a failure here leaves
+ * the verdict as it is.
  */
 static void run_diagnose(struct run *r, struct gemm_verdict *v)
 {
-	const struct gemm_spec *s = r->spec;
-	const uint64_t k = s->k;
-	float *a = malloc(k * sizeof(*a)), *b = malloc(k * sizeof(*b));
-	const double alpha = s->alpha;
-	double err = v->first_got - v->first_want, tol;
+	const uint64_t k = r->spec->k;
+	struct kdiag_elem el[GEMM_MISMATCH_SAMPLE];
 	struct gemm_ref_args st = { 0 };
+	unsigned int n = 0;
 	struct kdiag d;
+	float *buf;
 
+	if (!v->n_sample || fpclassify(r->spec->alpha) == FP_ZERO)
+		return;
+	buf = malloc(GEMM_MISMATCH_SAMPLE * 2 * k * sizeof(*buf));
+	if (!buf)
+		return;
 	run_strides(r, &st);
-	if (!a || !b || !isfinite(err) || fpclassify(alpha) == FP_ZERO ||
-	    read_k_vector(r, r->a, (uint64_t)v->first_row * st.a_sm, st.a_sk,
-			  a) ||
-	    read_k_vector(r, r->b, (uint64_t)v->first_col * st.b_sn, st.b_sk,
-			  b))
+	for (unsigned int i = 0; i < v->n_sample; i++) {
+		const struct gemm_mismatch *m = &v->sample[i];
+
+		if (!isfinite(m->got - m->want) ||
+		    !same_tile(r, m, &v->sample[0]))
+			continue;
+		if (diag_elem(r, &st, v, m, buf + n * 2 * k, &el[n]))
+			break;
+		n++;
+	}
+	if (!n || el[0].row != v->sample[0].row ||
+	    el[0].col != v->sample[0].col)
 		goto out;
-	/* randint sums are exact integers; otherwise allow the tolerance */
-	tol = s->init == GEMM_INIT_RANDINT ?
-		      0.5 :
-		      v->atol + v->rtol * fabs(v->first_want);
-	diagnose_element(&r->plan->tile, r->plan->stages,
-			 (unsigned int)v->first_row, (unsigned int)v->first_col,
-			 a, b, (unsigned int)k, err / alpha, tol / fabs(alpha),
-			 &d);
+	diagnose_elements(&r->plan->tile, r->plan->stages, el, n,
+			  (unsigned int)k, &d);
 	v->diagnosed = true;
 	v->where.tile_m = d.tile_m;
 	v->where.tile_n = d.tile_n;
@@ -193,9 +245,9 @@ static void run_diagnose(struct run *r, struct gemm_verdict *v)
 	v->where.stage = r->plan->persistent ? -1 : d.stage;
 	v->where.other_k_tile = d.other_k_tile;
 	v->where.other_stage = r->plan->persistent ? -1 : d.other_stage;
+	v->where.used = d.used;
 out:
-	free(a);
-	free(b);
+	free(buf);
 }
 
 /* Value and reference at a mismatch, read back from the GPU. */
