@@ -3,6 +3,7 @@
  * gemm.c - names of the enums in gemm.h, as the API spells them.
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "gemm.h"
@@ -278,6 +279,15 @@ int gemm_init_from_string(const char *s)
 double gemm_flops(const struct gemm_spec *spec)
 {
 	return 2.0 * (double)spec->m * (double)spec->n * (double)spec->k;
+}
+
+double gemm_flops_budget(const struct gemm_spec *spec)
+{
+	const double tiles =
+		ceil((double)spec->m / 64.0) * ceil((double)spec->n / 64.0);
+	const double waves = ceil(tiles / GEMM_BUDGET_SMS);
+
+	return 2.0 * waves * GEMM_BUDGET_SMS * 64.0 * 64.0 * (double)spec->k;
 }
 
 /* NULL for GEMM_BASELINE_NONE. */

@@ -478,3 +478,11 @@ int gemm_init_from_string(const char *s);
 const char *gemm_baseline_to_string(enum gemm_baseline b);
 int gemm_baseline_from_string(const char *s);
 double gemm_flops(const struct gemm_spec *spec);
+/*
+ * FLOPs for a time budget: those of whole waves of 64x64 tiles on
+ * GEMM_BUDGET_SMS SMs.  A job of few tiles and a long K runs on a few
+ * SMs at a small part of the GPU's rate, so the GPU's rate alone would
+ * budget it far too short; a large job is hardly changed.
+ */
+#define GEMM_BUDGET_SMS 132u
+double gemm_flops_budget(const struct gemm_spec *spec);

@@ -868,7 +868,9 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 }
 
 /*
- * Budget each launch at 20 TFLOP/s (a tenth of a slow pipeline) plus a
+ * Budget each launch at 20 TFLOP/s (a tenth of a slow pipeline; of whole
+ * waves, gemm_flops_budget(), so that a few tiles with a long K on a
+ * few SMs get as long as a full GPU's wave would) plus a
  * fixed allowance for allocation, initialisation, the reference and the
  * cool-down, and cap it: a deadlocked pipeline must not hold a GPU for
  * long.  Under the stopping rule (no fixed iteration count) the timed
@@ -891,7 +893,7 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 		launches = 2 * launches;
 	if (spec->baseline == GEMM_BASELINE_CUBLAS)
 		launches += PLAN_BASELINE_TRIAL_LAUNCHES;
-	sec = gemm_flops(spec) * (launches + ref) / 20e12;
+	sec = gemm_flops_budget(spec) * (launches + ref) / 20e12;
 	if (!spec->iterations)
 		sec += (baseline ? 6.0 : 3.0) * spec->max_time_ms / 1000.0;
 	if (baseline)

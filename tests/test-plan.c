@@ -1535,6 +1535,24 @@ static void test_deadline(void)
 	/* job-timeout-max caps it (the job store); the planner at a day */
 	s.m = s.n = s.k = 1 << 20;
 	CHECK_EQ_INT(plan_deadline_sec(&s), 86400);
+	/*
+	 * Four tiles of 64x64 and a long K run on four SMs: each SM is
+	 * budgeted at its share of the GPU's rate (20 TFLOP/s over 132),
+	 * not the whole GPU's rate for the job (47 s before).
+	 */
+	s.m = s.n = 128;
+	s.k = 1 << 20;
+	s.iterations = 10000;
+	s.verify = false;
+	CHECK(plan_deadline_sec(&s) >=
+	      10001 * gemm_flops(&s) / (4 * 20e12 / 132));
+	/* a large job is budgeted at the GPU's rate, within a wave */
+	s.m = s.n = s.k = 8192;
+	s.iterations = 100;
+	CHECK(plan_deadline_sec(&s) <= 30 + s.cooldown_ms / 1000.0 +
+					       (1 + s.warmup + s.iterations) *
+						       gemm_flops(&s) * 1.01 /
+						       20e12);
 }
 
 int main(void)

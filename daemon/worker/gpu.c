@@ -1146,7 +1146,7 @@ int run_helper(struct run *r, CUfunction f, unsigned int gx, unsigned int gy,
 
 int run_sync(struct run *r, const char *what, double launches)
 {
-	const double flops = gemm_flops(r->spec) * launches;
+	const double flops = gemm_flops_budget(r->spec) * launches;
 	const uint64_t deadline = now_usec() + GPU_SYNC_SLACK_US +
 				  (uint64_t)(flops / GPU_SYNC_FLOPS_PER_US);
 	long pause = 20;
