@@ -99,7 +99,7 @@ int frame_read(int fd, json_t **ret)
 
 	r = read_all(fd, hdr, sizeof(hdr), &eof);
 	if (r < 0)
-		return r;
+		return r == -EPIPE && !eof ? -EBADMSG : r;
 	len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
 	      (uint32_t)hdr[2] << 8 | hdr[3];
 	if (len > FRAME_MAX)
@@ -108,7 +108,7 @@ int frame_read(int fd, json_t **ret)
 	if (!buf)
 		return -ENOMEM;
 	r = read_all(fd, buf, len, &eof);
-	if (r < 0)
+	if (r < 0) /* even at a clean end: the frame is cut short */
 		return r == -EPIPE ? -EBADMSG : r;
 	return frame_decode(buf, len, ret);
 }

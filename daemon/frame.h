@@ -19,7 +19,10 @@ struct frame_reader {
 /* Writes the whole frame, waiting out EAGAIN on non-blocking sockets. */
 int frame_write(int fd, const json_t *msg);
 
-/* Blocking read of one frame; -EPIPE at a clean end of stream. */
+/*
+ * Blocking read of one frame; -EPIPE at a clean end of stream (between
+ * frames), -EBADMSG for a frame cut short or not a JSON object.
+ */
 int frame_read(int fd, json_t **ret);
 
 /*

@@ -181,6 +181,12 @@ static void test_bad_frames(void)
 	CHECK_EQ_INT(frame_read(sv[1], &out), -EBADMSG);
 	close(sv[0]);
 	close(sv[1]);
+	/* the stream ends inside a header: cut short, not a clean close */
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ_INT(write(sv[0], huge, 2), 2);
+	close(sv[0]);
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EBADMSG);
+	close(sv[1]);
 }
 
 int main(void)
