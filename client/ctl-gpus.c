@@ -120,6 +120,7 @@ static int give_up(struct gpus *g, struct gpu_run *run)
 
 static int wait_job(struct gpus *g, struct gpu_run *run)
 {
+	bool last = false;
 	char suffix[32];
 	json_t *job;
 	char *path;
@@ -127,9 +128,14 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 	int r;
 
 	while (ctl_job_in_flight(run->job)) {
-		w = wait_for(g);
-		if (!w)
+		if (last)
 			return give_up(g, run);
+		/*
+		 * Past the deadline, one look without holding: a job that
+		 * ended while another GPU's was waited for is not cancelled.
+		 */
+		w = wait_for(g);
+		last = !w;
 		snprintf(suffix, sizeof(suffix), "?wait=%ld", w);
 		path = job_path(run->job, suffix);
 		if (!path)
