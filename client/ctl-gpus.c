@@ -110,11 +110,14 @@ static char *job_path(const json_t *job, const char *suffix)
 	return path;
 }
 
-/* Out of time: the job is cancelled, so that it holds its GPU no longer. */
-static int give_up(struct gpus *g, struct gpu_run *run)
+/*
+ * No longer followed (out of time, or its poll refused): the job is
+ * cancelled, so that it holds its GPU no longer, and the GPU fails.
+ */
+static int give_up(struct gpus *g, struct gpu_run *run, const char *why)
 {
 	ctl_job_delete(g->http, ctl_jstr(run->job, "id"));
-	run->why = strdup("cancelled: --wait ran out");
+	run->why = strdup(why);
 	return run->why ? CTL_EXIT_OK : -ENOMEM;
 }
 
@@ -129,7 +132,7 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 
 	while (ctl_job_in_flight(run->job)) {
 		if (last)
-			return give_up(g, run);
+			return give_up(g, run, "cancelled: --wait ran out");
 		/*
 		 * Past the deadline, one look without holding: a job that
 		 * ended while another GPU's was waited for is not cancelled.
@@ -144,6 +147,9 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 		r = ctl_call(g->http, false, "GET", path, NULL, 0, w,
 			     &ctl_job_shape, &job);
 		free(path);
+		/* gemmd's error has been printed; the other GPUs go on */
+		if (r == CTL_EXIT_ERROR)
+			return give_up(g, run, "its poll failed (above)");
 		if (r != CTL_EXIT_OK)
 			return r;
 		json_decref(run->job);
