@@ -371,9 +371,11 @@ static int read_stream(FILE *f, char **ret, size_t *ret_len)
 	for (;;) {
 		if (len == alloc) {
 			r = -EFBIG;
-			if (alloc >= JOB_FILE_MAX)
+			if (alloc > JOB_FILE_MAX)
 				goto fail;
-			alloc = alloc ? alloc * 2 : 8192;
+			/* room for a byte past the limit: a file of 16 MiB fits */
+			alloc = MIN(alloc ? alloc * 2 : 8192,
+				    (size_t)JOB_FILE_MAX + 1);
 			r = -ENOMEM;
 			p = realloc(buf, alloc + 1);
 			if (!p)
