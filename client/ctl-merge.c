@@ -52,6 +52,7 @@ struct config {
 struct merge {
 	const struct ctl_sweep *sweeps;
 	size_t n;
+	char **files; /* per sweep: its file's name, as UTF-8 (utf8_name()) */
 	char **labels; /* per sweep: its node's hostname, or its file */
 	struct config *configs;
 	size_t nconfigs, alloc;
@@ -139,15 +140,50 @@ static const char *hostname(const struct ctl_sweep *s)
 	return ctl_jstr(json_object_get(s->doc, "node"), "hostname");
 }
 
+/*
+ * A file's name as a JSON string can hold it: a name need not be UTF-8,
+ * and jansson refuses a string that is not.  The bytes of such a name
+ * past ASCII are written "\xNN".
+ */
+static char *utf8_name(const char *name)
+{
+	json_t *v = json_string(name);
+	char *s, *p;
+
+	if (v) {
+		json_decref(v);
+		return strdup(name);
+	}
+	s = malloc(strlen(name) * 4 + 1);
+	if (!s)
+		return NULL;
+	for (p = s; *name; name++) {
+		unsigned char c = *name;
+
+		if (c < 0x80)
+			*p++ = (char)c;
+		else
+			p += sprintf(p, "\\x%02x", c);
+	}
+	*p = '\0';
+	return s;
+}
+
 /* Two sweeps of one host (a rerun) are told apart by their files. */
 static int make_labels(struct merge *m)
 {
 	size_t i, j;
 	int r;
 
+	m->files = calloc(m->n, sizeof(*m->files));
 	m->labels = calloc(m->n, sizeof(*m->labels));
-	if (!m->labels)
+	if (!m->files || !m->labels)
 		return -ENOMEM;
+	for (i = 0; i < m->n; i++) {
+		m->files[i] = utf8_name(m->sweeps[i].file);
+		if (!m->files[i])
+			return -ENOMEM;
+	}
 	for (i = 0; i < m->n; i++) {
 		const char *host = hostname(&m->sweeps[i]);
 		bool twice = false;
@@ -156,10 +192,10 @@ static int make_labels(struct merge *m)
 			twice |= j != i && hostname(&m->sweeps[j]) &&
 				 !strcmp(hostname(&m->sweeps[j]), host);
 		if (!host)
-			r = asprintf(&m->labels[i], "%s", m->sweeps[i].file);
+			r = asprintf(&m->labels[i], "%s", m->files[i]);
 		else if (twice)
 			r = asprintf(&m->labels[i], "%s (%s)", host,
-				     m->sweeps[i].file);
+				     m->files[i]);
 		else
 			r = asprintf(&m->labels[i], "%s", host);
 		if (r < 0) {
@@ -472,7 +508,7 @@ static json_t *sweeps_list(const struct merge *m)
 		if (json_array_append_new(
 			    list,
 			    json_pack("{s:s, s:s, s:O, s:O}", "file",
-				      m->sweeps[s].file, "label", m->labels[s],
+				      m->files[s], "label", m->labels[s],
 				      "sweep", json_object_get(doc, "sweep"),
 				      "node", node ?: json_null())) < 0) {
 			json_decref(list);
@@ -551,6 +587,9 @@ static void merge_done(struct merge *m)
 	for (i = 0; m->labels && i < m->n; i++)
 		free(m->labels[i]);
 	free(m->labels);
+	for (i = 0; m->files && i < m->n; i++)
+		free(m->files[i]);
+	free(m->files);
 	json_decref(m->index);
 }
 
