@@ -658,6 +658,13 @@ static int submit(struct tune *t, struct cand *c)
 					   !strcmp(code, "out_of_service"))) {
 		back_off(t, &reply, error);
 		r = 1;
+	} else if (is_2xx(&reply)) {
+		/* as submit says it, not as an error of HTTP status 2xx */
+		fprintf(stderr,
+			"gemmctl: POST %s/v1/jobs: reply is not a job\n",
+			t->http.url);
+		t->status = CTL_EXIT_ERROR;
+		r = -1;
 	} else if (reply.status == 503 || !error) {
 		/* no_device: no job will run here, nor a reply that is odd */
 		ctl_report_error(&t->http, t->opts->json, "POST", "/v1/jobs",

@@ -19,6 +19,8 @@ A RULE of drop_post:N spoils the Nth POST /v1/jobs that is not a dry run
 no answer, its connection closed, as when a network drops a reply.
 drop_dry:N does the same to the Nth dry run.  fail_dry:N answers the
 Nth dry run with a 500 and a gemmd-style error, without asking gemmd.
+odd_post:N answers the Nth POST that is not a dry run with a 202 whose
+body is not a job, without asking gemmd.
 
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
@@ -45,8 +47,9 @@ class Proxy(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
         self.rules = [r for r in rules
-                      if not r.startswith(("drop_", "fail_dry:"))]
-        self.drops = {r for r in rules if r.startswith(("drop_", "fail_"))}
+                      if not r.startswith(("drop_", "fail_dry:", "odd_post:"))]
+        self.drops = {r for r in rules
+                      if r.startswith(("drop_", "fail_", "odd_"))}
         self.posts = {"drop_post": 0, "drop_dry": 0}
         self.polled = {}  # job id -> its rule, in first-poll order
         self.lock = threading.Lock()
@@ -87,6 +90,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "drop"
         if kind == "drop_dry" and "fail_dry:%d" % n in self.server.drops:
             return "fail"
+        if kind == "drop_post" and "odd_post:%d" % n in self.server.drops:
+            return "odd"
         return None
 
     def upstream(self, path, body):
@@ -120,6 +125,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(500, {"Content-Type": "application/json"},
                         b'{"error": {"code": "internal", "message": '
                         b'"fault-proxy: failed on purpose", "field": null}}')
+            return
+        if post == "odd":
+            print("fault-proxy: %s %s -> 202, not a job" %
+                  (self.command, self.path), file=sys.stderr, flush=True)
+            self.answer(202, {"Content-Type": "application/json"},
+                        b'{"queued": true}')
             return
         if post == "drop":
             status, _, reply = self.upstream(self.path, body)
