@@ -937,7 +937,12 @@ int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 	json_t *root;
 	int r;
 
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	/*
+	 * Any JSON text, not only an object or array: a scalar is JSON, and
+	 * a body that is not an object is refused as such (invalid_type).
+	 */
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			  &jerr);
 	if (!root) {
 		enum json_error_code c = json_error_code(&jerr);
 

@@ -490,6 +490,11 @@ static void test_malformed(void)
 	expect_error("{\"m\":1,", "invalid_json", NULL);
 	expect_error("{\"m\":1} trailing", "invalid_json", NULL);
 	expect_error("[1,2,3]", "invalid_type", "(body)");
+	/* JSON, but not an object: the same as an array */
+	expect_error("42", "invalid_type", "(body)");
+	expect_error("\"m\"", "invalid_type", "(body)");
+	expect_error(" null ", "invalid_type", "(body)");
+	expect_error("true", "invalid_type", "(body)");
 	expect_error("{\"m\":NaN,\"n\":1,\"k\":8}", "invalid_json", NULL);
 	expect_error("{\"m\":\"a\\u0000b\",\"n\":1,\"k\":8}", "null_byte",
 		     NULL);
