@@ -878,7 +878,11 @@ static void path_format(const struct path_level *lv, int depth, char *buf,
 
 	buf[0] = '\0';
 	for (d = 0; d < depth && used < buflen; d++) {
-		if (lv[d].array)
+		/* A key with a NUL in it cannot be named: none. */
+		if (!lv[d].array && lv[d].key &&
+		    memchr(lv[d].key, '\0', lv[d].key_len))
+			used = buflen;
+		else if (lv[d].array)
 			used += snprintf(buf + used, buflen - used, "[%u]",
 					 lv[d].index);
 		else if (lv[d].key)
@@ -933,10 +937,25 @@ int spec_parse(const char *body, size_t len, struct gemm_spec *ret,
 	       struct gemmd_error *err)
 {
 	char field[sizeof(err->field)] = "";
+	const char *nul = memchr(body, '\0', len);
 	json_error_t jerr;
 	json_t *root;
 	int r;
 
+	/*
+	 * A NUL byte is never JSON, but jansson's lexer takes one outside a
+	 * string as the end of a token, so that '{"dry_run":true<NUL>}' was
+	 * read as '{"dry_run":true}'.
+	 */
+	if (nul) {
+		json_path_at(body, len, (size_t)(nul - body), field,
+			     sizeof(field));
+		return gemmd_error_set(err, 400, "null_byte",
+				       field[0] ? field : NULL,
+				       "the body holds a NUL byte at offset "
+				       "%zu",
+				       (size_t)(nul - body));
+	}
 	/*
 	 * Any JSON text, not only an object or array: a scalar is JSON, and
 	 * a body that is not an object is refused as such (invalid_type).

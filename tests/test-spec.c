@@ -531,6 +531,39 @@ static void test_malformed_messages(void)
 	CHECK(strstr(err.message, "near '99999999999999999999'") != NULL);
 }
 
+/* A NUL byte sent raw, not as \u0000: never JSON, wherever it is. */
+#define RAW(s, field)                   \
+	{                               \
+		s, sizeof(s) - 1, field \
+	}
+
+static void test_raw_nul(void)
+{
+	static const struct {
+		const char *body;
+		size_t len;
+		const char *field;
+	} t[] = {
+		RAW("{\"m\":64,\"n\":64,\"k\":64,\"dry_run\":true\0}",
+		    "dry_run"),
+		RAW("{\"m\":64\0,\"n\":64,\"k\":64}", "m"),
+		RAW("{\"m\":64,\"n\":64,\"k\":64}\0trailing", ""),
+		RAW("{\"m\":64,\"n\":64,\"k\":64,\"label\":\"a\0b\"}", "label"),
+		RAW("{\"m\":64,\"n\":64,\"k\":64,\"a\0b\":1}", ""),
+	};
+	struct gemmd_error err;
+	struct gemm_spec spec;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(spec_parse(t[i].body, t[i].len, &spec, &err) < 0);
+		CHECK_EQ_INT(err.status, 400);
+		CHECK_STREQ(err.code, "null_byte");
+		CHECK_STREQ(err.field, t[i].field);
+	}
+}
+
 static void test_too_deep(void)
 {
 	static char body[40000];
@@ -758,6 +791,7 @@ int main(void)
 	RUN_TEST(test_family_errors);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_malformed_messages);
+	RUN_TEST(test_raw_nul);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);
 	RUN_TEST(test_timing_json);
