@@ -111,6 +111,21 @@ static int set_uint(unsigned int *dst, const char *v)
 	return parse_uint(v, 1000000000u, dst);
 }
 
+/*
+ * A limit that 0 would turn into refusing everything: max-connections = 0
+ * had gemmd say it was listening and leave every connection unanswered.
+ */
+static int set_count(unsigned int *dst, const char *v)
+{
+	unsigned int n;
+	int r = set_uint(&n, v);
+
+	if (r < 0 || !n)
+		return -EINVAL;
+	*dst = n;
+	return 0;
+}
+
 /* A duration of 1 s to a day: sd-event's timers take microseconds. */
 static int set_seconds(unsigned int *dst, const char *v)
 {
@@ -143,7 +158,7 @@ static int config_set(struct config *c, const char *key, const char *v)
 	if (!strcmp(key, "max-wait"))
 		return parse_uint(v, CONFIG_WAIT_MAX, &c->max_wait);
 	if (!strcmp(key, "max-connections"))
-		return set_uint(&c->max_connections, v);
+		return set_count(&c->max_connections, v);
 	if (!strcmp(key, "per-ip-connections"))
 		return set_uint(&c->per_ip_connections, v);
 	if (!strcmp(key, "connection-timeout"))
