@@ -773,8 +773,10 @@ static void schedule_restart(struct worker *w, const char *how);
 static void worker_respawn(struct worker *w)
 {
 	char how[128];
-	int r = worker_spawn(w);
+	int r;
 
+	w->restarts++;
+	r = worker_spawn(w);
 	if (r >= 0)
 		return;
 	snprintf(how, sizeof(how), "could not be started: %s", strerror(-r));
@@ -862,7 +864,6 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	fail_running_job(w, how);
 	w->child = sd_event_source_disable_unref(w->child);
 	worker_release(w);
-	w->restarts++;
 	schedule_restart(w, how);
 	return 0;
 }
