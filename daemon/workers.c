@@ -599,12 +599,18 @@ static void on_error(struct worker *w, json_t *msg)
 {
 	struct workers *p = w->pool;
 	const char *text = json_string_value(json_object_get(msg, "message"));
+	const char *id = json_string_value(json_object_get(msg, "id"));
 	bool sticky = json_is_true(json_object_get(msg, "sticky"));
 
 	/* Cut to fit, it must still be UTF-8: it ends up in JSON. */
 	utf8_copy(w->last_error, sizeof(w->last_error),
 		  text ? text : "unknown error");
-	if (w->job) {
+	/* An error without an id is the worker's own, and ends its job. */
+	if (id && (!w->job || strcmp(id, w->job->id))) {
+		log_warning("Worker %d sent an error for a job it does not "
+			    "run: %s",
+			    w->index, w->last_error);
+	} else if (w->job) {
 		job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s",
 			   w->last_error);
 		worker_job_done(w);

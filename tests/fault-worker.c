@@ -25,6 +25,8 @@
  *   sticky_hang  say hello, then answer the first job with a sticky
  *                error and stay alive, as a worker stuck in the driver
  *                on its way out would
+ *   stray_error  say hello, then answer every job with an error for
+ *                another job's id and then with an error for its own
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
@@ -116,12 +118,17 @@ static int send_hello(int fd)
 				       (int)getpid()));
 }
 
-static int send_error(int fd, const char *id, bool sticky)
+static int send_error_text(int fd, const char *id, const char *text,
+			   bool sticky)
 {
 	return send_json(fd, json_pack("{s:s, s:s?, s:s, s:b}", "type", "error",
-				       "id", id, "message",
-				       "fault-worker runs no jobs", "sticky",
+				       "id", id, "message", text, "sticky",
 				       sticky));
+}
+
+static int send_error(int fd, const char *id, bool sticky)
+{
+	return send_error_text(fd, id, "fault-worker runs no jobs", sticky);
 }
 
 /* A length header and bytes that are no JSON object. */
@@ -163,6 +170,11 @@ static int on_job(int fd, const char *fault, const char *id)
 		for (;;)
 			pause();
 	}
+	/* an error for some other job first: not the running job's */
+	if (!strcmp(fault, "stray_error") &&
+	    send_error_text(fd, "not-this-job", "an error for another job",
+			    false) < 0)
+		return -1;
 	if (!strcmp(fault, "close")) {
 		close(fd);
 		for (;;)
