@@ -216,8 +216,11 @@ def run(url, m, n, k, dtype, kern, extra=None, verify=False, timing=TIMING):
         "speedup": r.get("speedup_vs_baseline"),
         "plan": j.get("plan") or {},
         "launch": r.get("launch") or {},
+        # Why: gemmd's error where it refused the job, the job's reason
+        # where it ended other than done.
         "error": (j.get("error") or {}).get("message")
-        or ((j.get("error") or {}).get("error") or {}).get("message"),
+        or ((j.get("error") or {}).get("error") or {}).get("message")
+        or j.get("reason"),
     }
 
 
@@ -320,7 +323,8 @@ def print_reference(ref):
     b = (ref or {}).get("baseline") or {}
     if not b.get("tflops"):
         print("%-44s %8s  %s" % ("cuBLASLt (reference)", "-",
-                                 (ref or {}).get("error")))
+                                 (ref or {}).get("error") if ref else
+                                 "not run: no configuration ran"))
         return
     us = (b.get("timing") or {}).get("median_us") or 0.0
     print("%-44s %8s %10.1f %8.1f  (fastest row again: %.1f, %.3fx)" % (
@@ -558,16 +562,19 @@ def shapes(url, args):
                   if x["dtype"] == dtype and x["layout"] == "tn"]
         for shape in args.shapes.split():
             m, n, k = (int(x) for x in shape.split("x"))
-            best = None
+            best, why = None, "no candidate"
             for kern in family:
                 for extra in candidates(kern):
                     r = run(url, m, n, k, dtype, kern, extra,
                             timing=SEARCH)
-                    if r["state"] == "done" and (
-                            not best or r["tflops"] > best[2]["tflops"]):
+                    if r["state"] != "done":
+                        why = "%s, %s" % (r["state"], r["error"])
+                    elif not best or r["tflops"] > best[2]["tflops"]:
                         best = (kern, extra, r)
             if not best:
-                table.append((shape, dtype, "none", None))
+                table.append((shape, dtype, "none", {
+                    "state": "failed",
+                    "error": "no candidate ran (the last: %s)" % why}))
                 continue
             # Deeper rings than the default (at most 4): small and skinny
             # problems, one or two tiles per CTA, want more.
