@@ -15,7 +15,9 @@ cluster, epilogue at the default stages), then over the winner's
 deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
 job, on the same inputs, the fastest of its top heuristics) in --rounds
 jobs (3 unless given), the first verified with normal inputs; the table
-gives the medians over the rounds and the range of the per-round ratios.
+gives the medians over the rounds and the range of the per-round ratios
+(a row whose rounds did not all run names those its medians leave out,
+and why; one whose verified round failed gives no figure).
 final: the rounds alone, for the configurations in BEST (the winners of
 the last shapes search logged in docs/perf.md), without the search,
 taken in passes over the rows: a row's rounds lie minutes apart, so a
@@ -346,12 +348,22 @@ def candidates(kern):
     return [dict(e, **c) for e in epilogues for c in clusters]
 
 
+def counted(r):
+    """Whether a round has both sides' figures."""
+    return r["state"] == "done" and bool(r["tflops"]) and \
+        bool((r["baseline"] or {}).get("tflops"))
+
+
 def merge_rounds(rounds):
     """Medians over the rounds of ours and cuBLAS, and their ratio; the
-    verdict of the first (verified) round."""
-    done = [r for r in rounds if r["state"] == "done" and r["baseline"]]
-    if not done:
-        return rounds[0]
+    verdict of the first (verified) round; which rounds the medians
+    leave out (a job that failed), and why."""
+    done = [r for r in rounds if counted(r)]
+    left = ["round %d %s: %s" % (i + 1, r["state"], r["error"])
+            if r["state"] != "done" else "round %d: no figure" % (i + 1)
+            for i, r in enumerate(rounds) if not counted(r)]
+    if not done or rounds[0]["state"] != "done":
+        return dict(rounds[0], state="failed", error="; ".join(left))
     ours = statistics.median(r["tflops"] for r in done)
     theirs = statistics.median(r["baseline"]["tflops"] for r in done)
     ratios = [r["tflops"] / r["baseline"]["tflops"] for r in done]
@@ -359,7 +371,10 @@ def merge_rounds(rounds):
                 speedup=ours / theirs, spread=(min(ratios), max(ratios)),
                 tfw_pair=(median_of(r["tfw"] for r in done),
                           median_of(tflops_per_watt(r["baseline"])
-                                    for r in done)))
+                                    for r in done)),
+                left_out="" if not left else
+                "  (medians of %d of %d rounds; %s)" % (
+                    len(done), len(rounds), "; ".join(left)))
 
 
 def median_of(values):
@@ -422,13 +437,13 @@ def print_table(table, ceil=None):
         lo, hi = r.get("spread", (0.0, 0.0))
         # Without a baseline round, merge_rounds() leaves ours alone.
         tfw = r.get("tfw_pair", (r.get("tfw"), None))
-        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %7s %11s %s"
+        print("%-17s %-5s %-46s %8.1f %8.1f %6.3fx %6.3f-%5.3f %9s %6s %7s %11s %s%s"
               % (shape, dtype, d, r["tflops"], b.get("tflops") or 0.0,
                  r["speedup"] or 0.0, lo, hi,
                  "/".join("%.2f" % x if x is not None else "-" for x in tfw),
                  "pass" if r["verify"] else "FAIL",
                  ceiling_cell(r, dtype, ceil), waves_cell(r),
-                 r.get("lt_kernel", "-")))
+                 r.get("lt_kernel", "-"), r.get("left_out", "")))
 
 
 def ceiling(path, dtypes, rest_ms):
@@ -472,7 +487,8 @@ def add_row(table, shape, dtype, kern, extra, rounds):
                   dict(merge_rounds(rounds), lt_kernel=lt_kernel(rounds[0]))))
     print("  %s %s: %s %s" % (
         shape, dtype, desc(kern, extra),
-        [round(x["tflops"], 1) for x in rounds]),
+        [round(x["tflops"], 1) if x["state"] == "done" else x["state"]
+         for x in rounds]),
         file=sys.stderr, flush=True)
 
 
@@ -496,9 +512,12 @@ def final(url, args):
         for cell, r in zip(cells, rounds):
             dtype, shape, m, n, k, kern, extra = cell
             r.append(final_round(url, m, n, k, dtype, kern, extra, i == 0))
-            print("  pass %d: %s %s: %.1f / %.1f" % (
-                i + 1, shape, dtype, r[-1].get("tflops") or 0.0,
-                (r[-1].get("baseline") or {}).get("tflops") or 0.0),
+            print("  pass %d: %s %s: %s" % (
+                i + 1, shape, dtype, "%.1f / %.1f" % (
+                    r[-1]["tflops"],
+                    (r[-1]["baseline"] or {}).get("tflops") or 0.0)
+                if r[-1]["state"] == "done" else
+                "%s: %s" % (r[-1]["state"], r[-1]["error"])),
                 file=sys.stderr, flush=True)
     table = []
     for cell, r in zip(cells, rounds):
