@@ -12,7 +12,8 @@ cluster shapes and with the other epilogue, so a reader sees what each
 design buys.
 shapes: per shape and dtype, a search over the family (schedule, tile,
 cluster, epilogue at the default stages), then over the winner's
-deeper rings, raster and swizzle, then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
+deeper rings, raster and swizzle, every candidate verified with normal
+inputs (one whose output is wrong is never picked), then the best configuration timed again with baseline "cublas" (cuBLASLt in the same
 job, on the same inputs, the fastest of its top heuristics) in --rounds
 jobs (3 unless given), the first verified with normal inputs; the table
 gives the medians over the rounds and the range of the per-round ratios
@@ -576,6 +577,22 @@ def clusters(url, args):
 def shapes(url, args):
     table = []
     allk = kernels(url)
+
+    def search(kern, extra):
+        """A candidate's job, verified: its result, or None where it did
+        not run or its output was wrong (in why), which no pick may
+        take however fast it ran."""
+        nonlocal why
+        r = run(url, m, n, k, dtype, kern, extra, verify=True,
+                timing=SEARCH)
+        if r["state"] != "done":
+            why = "%s, %s" % (r["state"], r["error"])
+        elif r["verify"] is not True:
+            why = "verification failed"
+        else:
+            return r
+        return None
+
     for dtype in args.dtype.split(","):
         family = [x for x in allk
                   if x["dtype"] == dtype and x["layout"] == "tn"]
@@ -584,16 +601,14 @@ def shapes(url, args):
             best, why = None, "no candidate"
             for kern in family:
                 for extra in candidates(kern):
-                    r = run(url, m, n, k, dtype, kern, extra,
-                            timing=SEARCH)
-                    if r["state"] != "done":
-                        why = "%s, %s" % (r["state"], r["error"])
-                    elif not best or r["tflops"] > best[2]["tflops"]:
+                    r = search(kern, extra)
+                    if r and (not best or r["tflops"] > best[2]["tflops"]):
                         best = (kern, extra, r)
             if not best:
                 table.append((shape, dtype, "none", {
                     "state": "failed",
-                    "error": "no candidate ran (the last: %s)" % why}))
+                    "error": "no candidate ran and passed (the last: %s)"
+                    % why}))
                 continue
             # Deeper rings than the default (at most 4): small and skinny
             # problems, one or two tiles per CTA, want more.
@@ -601,17 +616,15 @@ def shapes(url, args):
                 if st <= 4 or st > best[0]["max_stages"]:
                     continue
                 extra = dict(best[1], stages=st)
-                r = run(url, m, n, k, dtype, best[0], extra, timing=SEARCH)
-                if r["state"] == "done" and r["tflops"] > best[2]["tflops"]:
+                r = search(best[0], extra)
+                if r and r["tflops"] > best[2]["tflops"]:
                     best = (best[0], extra, r)
             # The winner's work order: raster and swizzle.
             for raster in ("along_m", "along_n"):
                 for sw in (1, 4, 8):
                     extra = dict(best[1], raster=raster, swizzle=sw)
-                    r = run(url, m, n, k, dtype, best[0], extra,
-                            timing=SEARCH)
-                    if r["state"] == "done" and r["tflops"] > \
-                            best[2]["tflops"]:
+                    r = search(best[0], extra)
+                    if r and r["tflops"] > best[2]["tflops"]:
                         best = (best[0], extra, r)
             kern = best[0]
             rounds = final_rounds(url, m, n, k, dtype, kern, best[1],
