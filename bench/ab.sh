@@ -135,9 +135,11 @@ for r in $(seq "${ROUNDS:-2}"); do
 	order=$names
 	[ $((r % 2)) -eq 0 ] && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
 	i=0
-	while IFS= read -r job; do
+	# Numbered as the table below numbers them: blank lines skipped, a
+	# last line without a newline read too.
+	while IFS= read -r job || [ -n "$job" ]; do
+		case $job in *[![:space:]]*) ;; *) continue ;; esac
 		i=$((i + 1))
-		[ -n "$job" ] || continue
 		for name in $order; do
 			printf '%s\t%s\t%s\t' "$i" "$name" "$r" >>"$tmp/rows"
 			curl -s -X POST "$(cat "$tmp/$name.url")/v1/jobs?wait=600" \
