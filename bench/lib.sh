@@ -6,7 +6,10 @@
 bench_gemmd_wait() {
 	url=""
 	for _ in $(seq 100); do
-		url=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$1")
+		# The log may not be there yet: gemmd's shell, in the
+		# background, opens it.  Not an error for set -e.
+		url=$(sed -n 's/.*listening on \(.*\)$/http:\/\/\1/p' "$1" \
+			2>/dev/null) || url=""
 		[ -n "$url" ] && curl -sf "$url/healthz" >/dev/null && break
 		sleep 0.2
 	done
