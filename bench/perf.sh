@@ -12,27 +12,35 @@ sizes=${*:-4096x4096x4096 8192x8192x8192}
 dtype=${DTYPE:-bf16}
 curl -sf "$url/v1/devices" | python3 -c 'import json,sys; d=json.load(sys.stdin)["devices"]; print("device:", d[0]["name"] if d else "none")'
 
+# schedule:tile:min_stages:max_stages of each tn kernel of the dtype,
+# the layout the jobs below run.
 kernels=$(curl -sf "$url/v1/kernels" | python3 -c "
 import json,sys
 for k in json.load(sys.stdin)['kernels']:
-    if k['dtype'] == '$dtype':
-        print('%dx%dx%d:%d' % (*k['tile'], k['max_stages']))")
+    if k['dtype'] == '$dtype' and k['layout'] == 'tn':
+        print('%s:%dx%dx%d:%d:%d' % (k['schedule'], *k['tile'],
+                                     k['min_stages'], k['max_stages']))")
 
 rows="$bench_tmp/rows"
 : >"$rows"
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for kt in $kernels; do
-		tile=${kt%%:*}; max=${kt#*:}
-		s=2
+		sched=${kt%%:*}; kt=${kt#*:}
+		tile=${kt%%:*}; kt=${kt#*:}
+		s=${kt%%:*}; max=${kt#*:}
 		while [ "$s" -le "$max" ]; do
 			sleep 1 # cool down between jobs
-			curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"dtype\":\"$dtype\",\"kernel\":{\"tile\":\"$tile\",\"stages\":$s},\"timing\":{\"warmup\":20,\"iterations\":100},\"verify\":{\"init\":\"normal\"}}" |
+			# Not -f: a job gemmd refuses is a row, with its message.
+			curl -s -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"dtype\":\"$dtype\",\"kernel\":{\"schedule\":\"$sched\",\"tile\":\"$tile\",\"stages\":$s},\"timing\":{\"warmup\":20,\"iterations\":100},\"verify\":{\"init\":\"normal\"}}" |
 				python3 -c "
 import json,sys
-j=json.load(sys.stdin); r=j['result'] or {}
-v=r.get('verify',{})
-print('%-16s %-12s %-6s %7s %10.1f %8.1f  %s' % ('$size', '$tile', '$s', j['state'], r.get('timing',{}).get('median_us',0), r.get('tflops') or 0, 'pass' if v.get('passed') else 'FAIL'))" >>"$rows"
+j=json.load(sys.stdin); r=j.get('result') or {}
+row='%-16s %-24s %-6s' % ('$size', '$sched $tile', '$s')
+if j.get('state') != 'done':
+    print(row, '%7s' % (j.get('state') or 'refused'), j.get('reason') or (j.get('error') or {}).get('message'))
+else:
+    print(row, '%7s %10.1f %8.1f  %s' % (j['state'], r['timing']['median_us'], r['tflops'], 'pass' if (r.get('verify') or {}).get('passed') else 'FAIL'))" >>"$rows"
 			s=$((s + 1))
 		done
 	done
@@ -40,7 +48,7 @@ print('%-16s %-12s %-6s %7s %10.1f %8.1f  %s' % ('$size', '$tile', '$s', j['stat
 	python3 "$here/cublas.py" "$dtype" "$size" | python3 -c "
 import json,sys
 r=json.loads(sys.stdin.readline())
-print('%-16s %-12s %-6s %7s %10.1f %8.1f  %s' % ('$size', 'cuBLAS', '-', 'torch', r['median_us'], r['tflops'], '-'))" >>"$rows"
+print('%-16s %-24s %-6s %7s %10.1f %8.1f  %s' % ('$size', 'cuBLAS', '-', 'torch', r['median_us'], r['tflops'], '-'))" >>"$rows"
 done
-printf '%-16s %-12s %-6s %7s %10s %8s  %s\n' size kernel stages state median_us TFLOP/s verify
+printf '%-16s %-24s %-6s %7s %10s %8s  %s\n' size kernel stages state median_us TFLOP/s verify
 cat "$rows"
