@@ -3,6 +3,9 @@
 # the same run.  Run on a GPU machine from a build directory:
 #   bench/perf.sh BUILD_DIR [SIZES...]      (default: 4096x4096x4096 8192x8192x8192)
 # Prints a table last: one row per (size, kernel, stages) plus cuBLAS.
+# Both sides hot (L2 left warm, launches back to back), 20 warm-up and
+# 100 timed launches: gemmd's default, cold, flushes the L2 before each
+# launch of ours, and cublas.py times torch hot.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -32,7 +35,7 @@ for size in $sizes; do
 		while [ "$s" -le "$max" ]; do
 			sleep 1 # cool down between jobs
 			# Not -f: a job gemmd refuses is a row, with its message.
-			curl -s -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"dtype\":\"$dtype\",\"kernel\":{\"schedule\":\"$sched\",\"tile\":\"$tile\",\"stages\":$s},\"timing\":{\"warmup\":20,\"iterations\":100},\"verify\":{\"init\":\"normal\"}}" |
+			curl -s -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"dtype\":\"$dtype\",\"kernel\":{\"schedule\":\"$sched\",\"tile\":\"$tile\",\"stages\":$s},\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100},\"verify\":{\"init\":\"normal\"}}" |
 				python3 -c "
 import json,sys
 j=json.load(sys.stdin); r=j.get('result') or {}
@@ -45,7 +48,7 @@ else:
 		done
 	done
 	sleep 1
-	python3 "$here/cublas.py" "$dtype" "$size" | python3 -c "
+	python3 "$here/cublas.py" --warmup 20 --iters 100 "$dtype" "$size" | python3 -c "
 import json,sys
 r=json.loads(sys.stdin.readline())
 print('%-16s %-24s %-6s %7s %10.1f %8.1f  %s' % ('$size', 'cuBLAS', '-', 'torch', r['median_us'], r['tflops'], '-'))" >>"$rows"
