@@ -13,23 +13,37 @@ timing=${TIMING:-"{}"}
 m=${size%%x*}; rest=${size#*x}; nn=${rest%%x*}; k=${rest#*x}
 : >"$bench_tmp/rows"
 for _ in $(seq "$n"); do
-	curl -sf -X POST "$url/v1/jobs?wait=600" \
+	curl -s -X POST "$url/v1/jobs?wait=600" \
 		-d "{\"m\":$m,\"n\":$nn,\"k\":$k,\"timing\":$timing,\"verify\":{\"enabled\":false}}" |
 		tr -d '\n' >>"$bench_tmp/rows"
 	echo >>"$bench_tmp/rows"
 done
 python3 - "$bench_tmp/rows" "$size" <<'PY'
 import json, statistics, sys
-jobs = [json.loads(l) for l in open(sys.argv[1])]
-med = [j["result"]["timing"]["median_us"] for j in jobs]
+jobs = [json.loads(l) if l.strip() else {} for l in open(sys.argv[1])]
+med = []
 for i, j in enumerate(jobs):
+    # A run that did not end done is listed with why, and left out of
+    # the spread, which says how many it is over.
+    if j.get("state") != "done":
+        print("run %2d: %s: %s" % (i + 1, j.get("state") or
+                                   ("refused" if j else "no answer"),
+                                   j.get("reason") or
+                                   (j.get("error") or {}).get("message")))
+        continue
     t = j["result"]["timing"]
+    med.append(t["median_us"])
     print("run %2d: median %9.1f us  %6.1f TFLOP/s  samples %4d  stop %s" %
           (i + 1, t["median_us"], j["result"]["tflops"], t["samples"],
            t["stop_reason"]))
+if not med:
+    sys.exit("%s: no run ended done" % sys.argv[2])
 mean = statistics.mean(med)
-print("%s: %d runs, medians %.1f..%.1f us, spread (max-min)/mean %.2f %%, "
-      "stdev/mean %.2f %%" % (sys.argv[2], len(med), min(med), max(med),
+print("%s: %d runs%s, medians %.1f..%.1f us, spread (max-min)/mean %.2f %%, "
+      "stdev/mean %.2f %%" % (sys.argv[2], len(med),
+                              "" if len(med) == len(jobs) else
+                              " of %d (the others failed)" % len(jobs),
+                              min(med), max(med),
                               100 * (max(med) - min(med)) / mean,
                               100 * statistics.pstdev(med) / mean))
 PY
