@@ -13,16 +13,21 @@ printf '%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s\n' size mode median
 for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for mode in cold hot; do
-		curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"timing\":{\"mode\":\"$mode\"}}" |
+		curl -s -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"timing\":{\"mode\":\"$mode\"}}" |
 			python3 -c "
 import json,sys
-j=json.load(sys.stdin); r=j['result'] or {}; t=r.get('timing',{}); te=r.get('telemetry') or {}
+j=json.load(sys.stdin); r=j.get('result') or {}; t=r.get('timing') or {}; te=r.get('telemetry') or {}
 def g(d,*ks):
     for k in ks:
         d = (d or {}).get(k)
     return d
 f=lambda x,fmt: (fmt % x) if isinstance(x,(int,float)) else '-'
-print('%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s' % ('$size', '$mode', f(t.get('median_us'),'%.1f'), f(r.get('tflops'),'%.1f'), t.get('samples'), g(t,'method','batch'), t.get('stop_reason'), f((t.get('noise') or 0)*100,'%.3f'), f(g(r,'peak','percent'),'%.1f'), f(g(te,'power_w','mean'),'%.0f'), f(g(te,'sm_clock_mhz','median'),'%.0f'), te.get('throttled_samples','-')))
-print(json.dumps({'size':'$size','mode':'$mode','state':j['state'],'reason':j['reason'],'result':r}), file=sys.stderr)"
+# A job that did not end done has no figures: its state and reason
+# (gemmd's message where it was refused) instead.
+if j.get('state') != 'done':
+    print('%-16s %-5s %s: %s' % ('$size', '$mode', j.get('state') or 'refused', j.get('reason') or (j.get('error') or {}).get('message')))
+else:
+    print('%-16s %-5s %9s %8s %7s %6s %-11s %8s %6s %7s %6s %5s' % ('$size', '$mode', f(t.get('median_us'),'%.1f'), f(r.get('tflops'),'%.1f'), f(t.get('samples'),'%d'), f(g(t,'method','batch'),'%d'), t.get('stop_reason') or '-', '-' if t.get('noise') is None else '%.3f' % (t['noise']*100), f(g(r,'peak','percent'),'%.1f'), f(g(te,'power_w','mean'),'%.0f'), f(g(te,'sm_clock_mhz','median'),'%.0f'), te.get('throttled_samples','-')))
+print(json.dumps({'size':'$size','mode':'$mode','state':j.get('state'),'reason':j.get('reason'),'error':j.get('error'),'result':r}), file=sys.stderr)"
 	done
 done
