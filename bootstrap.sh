@@ -14,9 +14,11 @@ cd "$(dirname "$0")"
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 JOBS=$(nproc 2>/dev/null || echo 2)
+# xz-utils: make dist and distcheck write and unpack a .tar.xz, and xz is
+# not in a minimal Debian (Priority: standard).
 DEPS="build-essential autoconf automake pkg-config libmicrohttpd-dev
 libjansson-dev libsystemd-dev libcurl4-openssl-dev curl python3 systemd
-clang-format procps valgrind"
+clang-format procps valgrind xz-utils"
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
