@@ -45,28 +45,34 @@ check_cuda() {
 	}
 }
 
+# Each command builds in a folder of its own: configured again with other
+# paths or warnings, a build folder does not compile its objects again
+# (they depend on the sources, not on the Makefile that has the -D
+# paths), so "test" then "install" in one folder installed a gemmd that
+# looked for /usr/local/etc/gemmd/gemmd.conf.
 configure_build() { # configure_build DIR [configure args...]
 	dir=$1
 	shift
 	[ -x configure ] && [ configure -nt configure.ac ] &&
 		[ configure -nt Makefile.am ] || autoreconf -fi
+	src=$(pwd)
 	mkdir -p "$dir"
-	(cd "$dir" && ../configure --with-cuda="$CUDA_HOME" "$@")
+	(cd "$dir" && "$src/configure" --with-cuda="$CUDA_HOME" "$@")
 }
 
 do_test() {
 	install_deps
 	check_cuda
-	configure_build build --enable-werror
-	make -C build -j"$JOBS"
-	make -C build -j"$JOBS" check || {
-		cat build/test-suite.log
+	configure_build build/check --enable-werror
+	make -C build/check -j"$JOBS"
+	make -C build/check -j"$JOBS" check || {
+		cat build/check/test-suite.log
 		exit 1
 	}
 	awk '/^# PASS:/ { p = $3 } /^# FAIL:/ { f = $3 } /^# SKIP:/ { s = $3 }
 	     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' \
-		build/test-suite.log
-	make -C build -j"$JOBS" distcheck \
+		build/check/test-suite.log
+	make -C build/check -j"$JOBS" distcheck \
 		DISTCHECK_CONFIGURE_FLAGS="--with-cuda=$CUDA_HOME --enable-werror"
 	check_format
 }
