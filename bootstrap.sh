@@ -130,12 +130,15 @@ wait_healthy() {
 	return 1
 }
 
-# Stop a gemmd an earlier install started in the background, and wait
-# until its port is free (its workers exit with it).
+# Stop the gemmd an earlier install started in the background, and wait
+# until its port is free (its workers exit with it).  That one only: its
+# command line is the installed path alone, as started below; the gemmds
+# that make check or a user run from elsewhere or with flags are not ours.
+GEMMD_BIN=/usr/local/bin/gemmd
 stop_background() {
-	as_root pkill -x gemmd || return 0
+	as_root pkill -x -f "$GEMMD_BIN" || return 0
 	i=0
-	while [ $i -lt 100 ] && pgrep -x gemmd >/dev/null; do
+	while [ $i -lt 100 ] && pgrep -x -f "$GEMMD_BIN" >/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -156,7 +159,7 @@ do_install() {
 	else
 		# No systemd here (a container): run it in the background.
 		stop_background
-		as_root sh -c 'nohup /usr/local/bin/gemmd >/var/log/gemmd.log 2>&1 &'
+		as_root sh -c "nohup $GEMMD_BIN >/var/log/gemmd.log 2>&1 &"
 	fi
 	wait_healthy
 	echo "bootstrap: gemmd is serving on http://127.0.0.1:8090"
