@@ -159,6 +159,14 @@ do_install() {
 	else
 		# No systemd here (a container): run it in the background.
 		stop_background
+		# What still answers there (one that did not stop, another
+		# server) the new gemmd cannot displace, and wait_healthy
+		# would take it for the new one.
+		if curl -s -o /dev/null --noproxy '*' --max-time 5 \
+			http://127.0.0.1:8090/; then
+			echo "bootstrap: something already answers on 127.0.0.1:8090 (a gemmd that did not stop, another server): not starting gemmd" >&2
+			exit 1
+		fi
 		as_root sh -c "nohup $GEMMD_BIN >/var/log/gemmd.log 2>&1 &"
 	fi
 	wait_healthy
