@@ -119,14 +119,16 @@ do_format() {
 	echo "bootstrap: clean against .clang-format"
 }
 
+# Started in the background, gemmd listens only once its device probe is
+# done, which may take worker-start-timeout (60 s): wait 90 s.
 wait_healthy() {
 	i=0
-	while [ $i -lt 100 ]; do
+	while [ $i -lt 450 ]; do
 		curl -sf http://127.0.0.1:8090/healthz >/dev/null && return 0
 		sleep 0.2
 		i=$((i + 1))
 	done
-	echo "bootstrap: gemmd did not answer on 127.0.0.1:8090" >&2
+	echo "bootstrap: gemmd did not answer on 127.0.0.1:8090 (its log: /var/log/gemmd.log, or journalctl -u gemmd)" >&2
 	return 1
 }
 
