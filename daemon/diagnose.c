@@ -57,10 +57,17 @@ static const enum kdiag_kind tier_kinds[_TIER_MAX] = {
 	[TIER_DOUBLED] = KDIAG_DOUBLED,
 };
 
+/* A k-tile's partial sum for the first element, for a sorted index. */
+struct ranked {
+	double sum;
+	unsigned int tile;
+};
+
 struct diag {
 	double **p; /* per element, its per-k-tile partial sums */
 	const struct kdiag_elem *e;
 	unsigned int n_elems, n_tiles, stages;
+	struct ranked *by_sum; /* the first element's sums, ascending */
 };
 
 /* Whether k-tile t (with u, where it was replaced) explains element i. */
@@ -115,22 +122,64 @@ static bool tier_pair(const struct diag *d, enum tier tier, unsigned int t,
 	}
 }
 
-/* How many explanations of the tier fit every element in mask; the first. */
+static int cmp_ranked(const void *x, const void *y)
+{
+	const struct ranked *a = x, *b = y;
+
+	return a->sum < b->sum ? -1 : a->sum > b->sum;
+}
+
+/* The first of by_sum at or above x. */
+static unsigned int lower_bound(const struct diag *d, double x)
+{
+	unsigned int lo = 0, hi = d->n_tiles;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (d->by_sum[mid].sum < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void count_fit(const struct diag *d, enum tier tier, uint32_t mask,
+		      unsigned int t, unsigned int u, uint64_t *count,
+		      int *ret_t, int *ret_u)
+{
+	if (!tier_pair(d, tier, t, u) || !explains_all(d, mask, tier, t, u))
+		return;
+	if (!(*count)++) {
+		*ret_t = (int)t;
+		*ret_u = (int)u;
+	}
+}
+
+/*
+ * How many explanations of the tier fit every element in mask; the first.
+ * The first element is in every mask: a replacement u of t fits it only
+ * where u's sum is within tol of t's sum plus the error, which the sorted
+ * sums find without trying every pair (K of 2^20 has 16384 k-tiles).
+ */
 static uint64_t tally(const struct diag *d, enum tier tier, uint32_t mask,
 		      int *ret_t, int *ret_u)
 {
+	const double err = d->e[0].err, tol = d->e[0].tol;
 	uint64_t count = 0;
 
 	for (unsigned int t = 0; t < d->n_tiles; t++) {
-		for (unsigned int u = 0; u < d->n_tiles; u++) {
-			if (!tier_pair(d, tier, t, u) ||
-			    !explains_all(d, mask, tier, t, u))
-				continue;
-			if (!count++) {
-				*ret_t = (int)t;
-				*ret_u = (int)u;
-			}
+		double want = d->p[0][t] + err;
+
+		if (tier == TIER_MISSING || tier == TIER_DOUBLED) {
+			count_fit(d, tier, mask, t, t, &count, ret_t, ret_u);
+			continue;
 		}
+		for (unsigned int i = lower_bound(d, want - tol);
+		     i < d->n_tiles && d->by_sum[i].sum <= want + tol; i++)
+			count_fit(d, tier, mask, t, d->by_sum[i].tile, &count,
+				  ret_t, ret_u);
 	}
 	return count;
 }
@@ -179,6 +228,18 @@ static void explain(const struct diag *d, struct kdiag *ret)
 	}
 }
 
+static struct ranked *rank_sums(const double *p, unsigned int n)
+{
+	struct ranked *r = calloc(n ? n : 1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	for (unsigned int t = 0; t < n; t++)
+		r[t] = (struct ranked){ .sum = p[t], .tile = t };
+	qsort(r, n, sizeof(*r), cmp_ranked);
+	return r;
+}
+
 void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
 		       const struct kdiag_elem *e, unsigned int n,
 		       unsigned int k, struct kdiag *ret)
@@ -204,7 +265,10 @@ void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
 			break;
 	}
 	if (d.p && stages && i == d.n_elems)
+		d.by_sum = rank_sums(d.p[0], d.n_tiles);
+	if (d.by_sum)
 		explain(&d, &r);
+	free(d.by_sum);
 	for (i = 0; d.p && i < d.n_elems; i++)
 		free(d.p[i]);
 	free(d.p);
