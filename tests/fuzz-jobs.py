@@ -164,6 +164,8 @@ def judge(status, body):
         if not err.get("code") or not err.get("message"):
             return "finding", "HTTP %d without a JSON error: %s" % (status,
                                                                    j)
+        if not err.get("field"):
+            return "finding", "HTTP %d naming no field: %s" % (status, j)
         return "refused", "%d %s %s: %s" % (status, err.get("code"),
                                             err.get("field"),
                                             err.get("message"))
