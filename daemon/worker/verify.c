@@ -165,9 +165,10 @@ static bool same_tile(const struct run *r, const struct gemm_mismatch *m,
 
 /*
  * A mismatch for diagnose_elements(): its row of A and column of B back on
- * the host, the error scaled back by alpha, and the tolerance of a match:
- * randint sums are exact integers, but D holds them rounded to its type;
- * otherwise the job's tolerance.
+ * the host, the error scaled back by alpha, and the tolerance of a match
+ * in the same units as the k-tiles' sums: randint sums are exact integers
+ * (half the gap between two), but D holds alpha times them rounded to its
+ * type; otherwise the job's tolerance, scaled back by alpha.
  */
 static int diag_elem(struct run *r, const struct gemm_ref_args *st,
 		     const struct gemm_verdict *v,
@@ -187,14 +188,14 @@ static int diag_elem(struct run *r, const struct gemm_ref_args *st,
 	if (e)
 		return e;
 	tol = s->init == GEMM_INIT_RANDINT ?
-		      0.5 + kdiag_half_ulp(s->out, m->got) :
-		      v->atol + v->rtol * fabs(m->want);
+		      0.5 + kdiag_half_ulp(s->out, m->got) / alpha :
+		      (v->atol + v->rtol * fabs(m->want)) / alpha;
 	*ret = (struct kdiag_elem){ .row = (unsigned int)m->row,
 				    .col = (unsigned int)m->col,
 				    .a_row = a,
 				    .b_col = b,
 				    .err = (m->got - m->want) / s->alpha,
-				    .tol = tol / alpha };
+				    .tol = tol };
 	return 0;
 }
 
