@@ -373,7 +373,7 @@ static int read_stream(FILE *f, char **ret, size_t *ret_len)
 			r = -EFBIG;
 			if (alloc > JOB_FILE_MAX)
 				goto fail;
-			/* room for a byte past the limit: a file of 16 MiB fits */
+			/* a byte past the limit: a file of 16 MiB fits */
 			alloc = MIN(alloc ? alloc * 2 : 8192,
 				    (size_t)JOB_FILE_MAX + 1);
 			r = -ENOMEM;

@@ -38,8 +38,7 @@ void device_limits_from_json(const json_t *dev, struct device_limits *ret);
 /*
  * Fold l into acc for a job that may land on either device: the limits
  * of the one with less memory (but the larger L2), cuBLASLt only if both
- * have it, and the
- * compute capability only if both have the same.
+ * have it, and the compute capability only if both have the same.
  */
 void device_limits_merge(struct device_limits *acc,
 			 const struct device_limits *l);
