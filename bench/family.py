@@ -472,12 +472,19 @@ def ceiling(path, dtypes, rest_ms):
 
 def best_of(allk, dtype, shape, pdl):
     """BEST's kernel (from the catalog) and extra fields for a shape."""
+    if shape not in BEST.get(dtype, {}):
+        sys.exit("family.py: BEST has no configuration for %s %s: run "
+                 "shapes for it first, and add its winner to BEST" %
+                 (shape, dtype))
     sched, tile, extra = BEST[dtype][shape]
     if pdl:
         extra = dict(extra, pdl=True)
-    kern = next(x for x in allk if x["dtype"] == dtype and
-                x["layout"] == "tn" and x["schedule"] == sched and
-                tile_str(x) == tile)
+    kern = next((x for x in allk if x["dtype"] == dtype and
+                 x["layout"] == "tn" and x["schedule"] == sched and
+                 tile_str(x) == tile), None)
+    if kern is None:
+        sys.exit("family.py: the catalog has no %s %s %s kernel (tn), "
+                 "which BEST names for %s" % (sched, tile, dtype, shape))
     return kern, extra
 
 

@@ -140,5 +140,15 @@ check("shapes: the pick", " ".join(row(table, "4096x4096x4096")[2:8]),
       "cooperative 128x256x64 sdef c2x1 auto along_n/4")
 check("shapes: its verdict", row(table, "4096x4096x4096")[13], "pass")
 
+# A shape BEST has no winner for, or a kernel the catalog lacks: a
+# message before any job, not a traceback.
+for shape, kerns, says in (("100x100x100", KERNELS, "BEST has no"),
+                           ("4096x4096x4096", [], "the catalog has no")):
+    try:
+        family.best_of(kerns, "bf16", shape, False)
+        check("best_of %s: exits" % shape, "returned", "exit")
+    except SystemExit as e:
+        check("best_of %s: says" % shape, says in str(e), True)
+
 if failures:
     sys.exit("\n".join(failures))
