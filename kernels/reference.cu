@@ -11,6 +11,16 @@
 
 namespace {
 
+/*
+ * This thread's index in the grid, in 64 bits: the grid-stride kernels
+ * here take any grid, and blockIdx.x * blockDim.x alone is a 32-bit
+ * product, which wraps from 2^24 blocks of 256 threads on.
+ */
+__device__ __forceinline__ uint64_t grid_thread(void)
+{
+	return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
 /* ---- counter-based random numbers ---------------------------------------- */
 
 /* SplitMix64's output function: a bijective 64-bit mixer. */
@@ -111,8 +121,7 @@ template <typename T> __device__ void init_kernel(const gemm_init_args &a)
 	const uint64_t key = mix64(a.seed ^ mix64(a.stream));
 	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
-	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
-	     i += step)
+	for (uint64_t i = grid_thread(); i < a.count; i += step)
 		p[i] = elem<T>::from_float(draw(hash_elem(key, i), a.dist));
 }
 
@@ -121,8 +130,7 @@ template <typename B> __device__ void fill_kernel(const gemm_fill_args &a)
 	B *p = reinterpret_cast<B *>(a.p);
 	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
-	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
-	     i += step)
+	for (uint64_t i = grid_thread(); i < a.count; i += step)
 		p[i] = static_cast<B>(a.value);
 }
 
@@ -451,7 +459,7 @@ __device__ void sum_kernel(const gemm_sum_args &a)
 	const uint16_t *h = reinterpret_cast<const uint16_t *>(a.p);
 	const uint64_t words = a.bytes / 4;
 	const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-	const uint64_t first = blockIdx.x * blockDim.x + threadIdx.x;
+	const uint64_t first = grid_thread();
 	unsigned long long s = 0;
 
 	for (uint64_t i = first; i < words; i += step)
@@ -472,8 +480,7 @@ template <typename T> __device__ void cmp_kernel(const gemm_cmp_args &a)
 	cmp_local c = {};
 
 	c.first_index = ~0ull;
-	for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
-	     i += step)
+	for (uint64_t i = grid_thread(); i < a.count; i += step)
 		cmp_elem<T>(c, a, d[i], r[i], i);
 	cmp_flush(c, reinterpret_cast<gemm_cmp_stats *>(a.stats));
 }
