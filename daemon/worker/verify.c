@@ -19,6 +19,7 @@
 #include "gemm-abi.h"
 #include "inputs.h"
 #include "run.h"
+#include "spec.h"
 #include "util.h"
 #include "verify.h"
 
@@ -397,8 +398,13 @@ static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
 
 /*
  * The device reference into r->ref: alpha * A * B (k terms) + beta * C,
- * as the spec has them.
+ * as the spec has them.  Its grid is (ceil(m / 64), ceil(n / 64)), and
+ * a grid's y holds at most 65535 blocks: n up to 4194240, which the
+ * spec's limit keeps it under.
  */
+_Static_assert((SPEC_DIM_MAX + 63) / 64 <= 65535,
+	       "the reference grid's y, ceil(n / 64), fits in 65535");
+
 static int run_reference_device(struct run *r, uint64_t k, float alpha)
 {
 	const struct gemm_spec *s = r->spec;
