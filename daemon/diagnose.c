@@ -170,9 +170,9 @@ static uint64_t tally(const struct diag *d, enum tier tier, uint32_t mask,
 	uint64_t count = 0;
 
 	for (unsigned int t = 0; t < d->n_tiles; t++) {
-		double want = d->p[0][t] + err;
+		const double want = d->p[0][t] + err;
 
-		if (tier == TIER_MISSING || tier == TIER_DOUBLED) {
+		if (tier_kinds[tier] != KDIAG_REPLACED) {
 			count_fit(d, tier, mask, t, t, &count, ret_t, ret_u);
 			continue;
 		}
