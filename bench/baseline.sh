@@ -12,7 +12,7 @@
 #   GEMMD_BASELINE=cublas bench/baseline.sh ...   (the fastest instead)
 #   GEMMD_TORCH_BLAS=cublaslt bench/baseline.sh ...  (torch through cuBLASLt)
 #   GEMMD_BENCH_PAUSE=5 bench/baseline.sh ...  (idle seconds before each,
-#   2 by default)
+#   whole seconds 0 to 5, 2 by default)
 #   GEMMD_BASELINE_ORDER=interleaved bench/baseline.sh ...  (timing.
 #   baseline_order of the gemmd jobs; separate by default)
 # Then the kernel each ran: cuBLASLt's configuration in gemmd, the kernel
@@ -20,13 +20,19 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+# Idle seconds before each measurement, so each starts from a cooled card.
+pause=${GEMMD_BENCH_PAUSE:-2}
+# The jobs carry it as timing.cooldown_ms, which gemmd takes up to 5000.
+case $pause in
+[0-5]) ;;
+*) echo "baseline.sh: GEMMD_BENCH_PAUSE '$pause': whole seconds 0 to 5" >&2
+	exit 2 ;;
+esac
 start_bench_gemmd "$(cd "${1:?usage: baseline.sh BUILD_DIR [ROUNDS] [SIZES]}" && pwd)"
 rounds=${2:-3}
 shift $(($# > 1 ? 2 : 1))
 sizes=${*:-4096x4096x4096 8192x8192x8192}
 baseline=${GEMMD_BASELINE:-cublas_default}
-# Idle seconds before each measurement, so each starts from a cooled card.
-pause=${GEMMD_BENCH_PAUSE:-2}
 # gemmd times our kernel too: separate puts that pause between it and
 # cuBLASLt; interleaved alternates them.
 order=${GEMMD_BASELINE_ORDER:-separate}
