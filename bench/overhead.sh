@@ -41,7 +41,13 @@ def load(path):
 
 dry = load(sys.argv[1])
 tiny = load(sys.argv[2])
-assert all(j["state"] == "done" for _, j in dry + tiny)
+bad = [j for _, j in dry + tiny if j.get("state") != "done"]
+if bad:
+    j = bad[0]
+    sys.exit("overhead.sh: %d of %d jobs did not end done; the first: %s: %s"
+             % (len(bad), len(dry + tiny), j.get("state"),
+                (j.get("error") or {}).get("message") or j.get("reason")
+                or json.dumps(j)[:200]))
 rt_dry = [t for t, _ in dry]
 rt = [t for t, _ in tiny]
 worker = [(ts(j["finished_at"]) - ts(j["started_at"])) * 1e3 for _, j in tiny]
