@@ -114,6 +114,20 @@ start() {
 	echo "$url" >"$tmp/$1.url"
 }
 
+# A KERNELS that matches none of the build's SM90 cubins would compare
+# catalogs with nothing of REV's in them.
+n_wanted=0
+for c in "$build"/kernels/gemmd_ws_*.cubin \
+	"$build"/kernels/gemmd_cooperative_*.cubin \
+	"$build"/kernels/gemmd_pingpong_*.cubin; do
+	[ -e "$c" ] || continue
+	! wanted "$(basename "$c" .cubin)" || n_wanted=$((n_wanted + 1))
+done
+[ "$n_wanted" -gt 0 ] || {
+	echo "ab.sh: no SM90 cubin of $build/kernels matches KERNELS='${KERNELS:-}'" >&2
+	exit 2
+}
+
 names="build"
 start build "$build/kernels" "$build/daemon"
 for rev in "$@"; do
