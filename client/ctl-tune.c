@@ -860,6 +860,46 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	return n;
 }
 
+/* Job ID as gemmd has it now, where it has ended; NULL otherwise. */
+static json_t *ended_job(const struct ctl_http *http, const char *job_id)
+{
+	struct ctl_reply reply = {};
+	char *id = ctl_http_escape(job_id), *path = NULL;
+	json_t *job = NULL;
+
+	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
+	    ctl_http_request(http, "GET", path, NULL, 0, 0, &reply) == 0 &&
+	    is_2xx(&reply))
+		job = reply_job(&reply);
+	ctl_reply_done(&reply);
+	free(path);
+	free(id);
+	if (job && !state_is_final(ctl_jstr(job, "state"))) {
+		json_decref(job);
+		job = NULL;
+	}
+	return job;
+}
+
+/*
+ * Cancels candidate c's job; whether it was.  A job that ended between
+ * the last poll and the cancel (gemmd refuses that cancel) is taken as
+ * it ended, not listed as cancelled.
+ */
+static bool cancel_cand(const struct ctl_http *http, struct cand *c,
+			const char *why)
+{
+	if (ctl_job_delete(http, c->id)) {
+		c->state = CAND_FAILED;
+		c->why = why;
+		return true;
+	}
+	c->job = ended_job(http, c->id);
+	c->state = c->job ? CAND_ENDED : CAND_FAILED;
+	c->why = c->job ? NULL : why;
+	return false;
+}
+
 /* Cancels the jobs in flight, whatever stops the sweep; how many. */
 static size_t cancel_inflight(struct tune *t, const char *why)
 {
@@ -870,11 +910,8 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 	for (i = 0; i < t->next; i++) {
 		struct cand *c = &t->cands[i];
 
-		if (c->state != CAND_INFLIGHT)
-			continue;
-		c->state = CAND_FAILED;
-		c->why = why;
-		n += ctl_job_delete(&http, c->id);
+		if (c->state == CAND_INFLIGHT)
+			n += cancel_cand(&http, c, why);
 	}
 	t->inflight = 0;
 	return n + cancel_lost(t, &http, why);

@@ -20,7 +20,9 @@ no answer, its connection closed, as when a network drops a reply.
 drop_dry:N does the same to the Nth dry run.  fail_dry:N answers the
 Nth dry run with a 500 and a gemmd-style error, without asking gemmd.
 odd_post:N answers the Nth POST that is not a dry run with a 202 whose
-body is not a job, without asking gemmd.
+body is not a job, without asking gemmd.  late_delete holds every
+DELETE /v1/jobs/ID until gemmd's job ID has ended and only then hands
+it on, as when a job ends in the moment the client cancels it.
 
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
@@ -46,8 +48,10 @@ class Proxy(http.server.ThreadingHTTPServer):
     def __init__(self, upstream, rules):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
+        self.late_delete = "late_delete" in rules
         self.rules = [r for r in rules
-                      if not r.startswith(("drop_", "fail_dry:", "odd_post:"))]
+                      if not r.startswith(("drop_", "fail_dry:", "odd_post:",
+                                           "late_delete"))]
         self.drops = {r for r in rules
                       if r.startswith(("drop_", "fail_", "odd_"))}
         self.posts = {"drop_post": 0, "drop_dry": 0}
@@ -106,6 +110,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except urllib.error.HTTPError as e:
             return e.code, e.headers, e.read()
 
+    def upstream_get(self, path):
+        try:
+            with urllib.request.urlopen(self.server.upstream + path,
+                                        timeout=900) as r:
+                r.read()
+        except urllib.error.HTTPError:
+            pass
+
     def answer(self, status, headers, body):
         self.send_response(status)
         for k, v in (headers or {}).items():
@@ -141,6 +153,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        if self.command == "DELETE" and self.server.late_delete:
+            self.upstream_get(self.path + "?wait=60")
+            print("fault-proxy: %s %s -> held until the job ended" %
+                  (self.command, self.path), file=sys.stderr, flush=True)
         rule = self.server.rule_for(self.path)
         if rule == "drop":
             print("fault-proxy: %s %s -> dropped" % (self.command, self.path),
