@@ -1206,7 +1206,7 @@ template <typename Cfg> struct no_hook {
 
 /* ---- stream-K fixup ------------------------------------------------------ */
 
-/* Named barrier of both consumer warpgroups (pingpong's are 1 and 2). */
+/* Named barrier of both consumer warpgroups (0 is the whole CTA's). */
 #define SK_BAR 3
 
 /*
