@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 
@@ -13,13 +14,32 @@ static const char *log_ident = "gemmd";
 static int log_max_level = LOG_INFO;
 static bool log_prefix_level;
 
+/*
+ * Whether stderr is the journal's stream: JOURNAL_STREAM names it by
+ * "DEVICE:INODE", and is inherited by whatever is started from a
+ * service (a shell, a test run) whose stderr goes elsewhere.
+ */
+static bool stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int n = 0;
+
+	if (!e || sscanf(e, "%llu:%llu%n", &dev, &ino, &n) != 2 || e[n])
+		return false;
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
 void log_setup(const char *ident)
 {
 	const char *level = getenv("GEMMD_LOG_LEVEL");
 
 	log_ident = ident;
 	/* The journal reads "<N>" prefixes when stderr is connected to it. */
-	log_prefix_level = getenv("JOURNAL_STREAM") != NULL;
+	log_prefix_level = stderr_is_journal();
 	if (level && strcmp(level, "debug") == 0)
 		log_max_level = LOG_DEBUG;
 }
