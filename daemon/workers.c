@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "frame.h"
@@ -351,12 +352,32 @@ static int probe_run(struct workers *p, char **ret_out, char *how,
 	return -EIO;
 }
 
+/*
+ * A worker that is not there is a broken install or a typo in "worker",
+ * not a node without GPUs: its probe would fail as one without a driver
+ * does, and gemmd would serve with no devices.
+ */
+static int worker_runnable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EACCES;
+	return RET_NERRNO(access(path, X_OK));
+}
+
 int workers_probe(struct workers *p)
 {
 	_cleanup_free_ char *out = NULL;
 	char how[64] = "";
 	int r;
 
+	r = worker_runnable(p->worker_path);
+	if (r < 0)
+		return log_error_errno(r, "Cannot run the worker %s: %m",
+				       p->worker_path);
 	r = probe_run(p, &out, how, sizeof(how));
 	if (r == -ECANCELED) {
 		log_info("Told to stop during the device probe");

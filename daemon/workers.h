@@ -32,7 +32,10 @@ int workers_new(sd_event *event, struct job_store *jobs,
 		struct workers **ret);
 struct workers *workers_free(struct workers *w);
 
-/* Learn the devices; none (no driver, no GPU) is not an error. */
+/*
+ * Learn the devices; none (no driver, no GPU) is not an error, a worker
+ * program that cannot be run is.
+ */
 int workers_probe(struct workers *w);
 int workers_start(struct workers *w);
 /* Hand queued jobs to idle workers; call after anything is queued. */
