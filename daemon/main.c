@@ -20,6 +20,8 @@
 
 /* How long held requests get for their answers at shutdown. */
 #define HELD_FLUSH_MS 1000
+/* Descriptors besides the connections: the loop's, the workers', stdio. */
+#define NOFILE_RESERVE 64
 
 static int mkdir_p(const char *path)
 {
@@ -52,6 +54,26 @@ static int inherited_listener(void)
 		return log_error_errno(
 			-EINVAL, "Got %d sockets from systemd; expected 1", n);
 	return n == 1 ? SD_LISTEN_FDS_START : -1;
+}
+
+/*
+ * systemd starts services with a soft limit of 1024 open files, fewer
+ * than max-connections' default needs, and libmicrohttpd then stops
+ * accepting (health checks included) well short of the limit it was
+ * given.  gemmd polls with epoll, so the limit can be raised to the
+ * hard one; the workers get the old one back.
+ */
+static void setup_nofile(const struct config *cfg)
+{
+	uint64_t want = (uint64_t)cfg->max_connections + NOFILE_RESERVE;
+	int r = nofile_raise(want);
+
+	if (r == -ENFILE)
+		log_warning("max-connections = %u needs %llu open files, over "
+			    "the hard limit: lower it or raise LimitNOFILE=",
+			    cfg->max_connections, (unsigned long long)want);
+	else if (r < 0)
+		log_warning_errno(r, "Cannot raise the open files limit: %m");
 }
 
 static int setup_event(sd_event **ret)
@@ -110,6 +132,7 @@ static int run(struct config *cfg)
 	sd_event *event = NULL;
 	int r;
 
+	setup_nofile(cfg);
 	r = mkdir_p(cfg->state_dir);
 	if (r < 0)
 		log_warning_errno(r, "Cannot create state directory %s: %m",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -118,6 +119,36 @@ int fd_set_cloexec(int fd, bool on)
 int fd_set_nonblock(int fd, bool on)
 {
 	return fd_update_flag(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
+}
+
+static struct rlimit nofile_saved;
+static bool nofile_raised;
+
+int nofile_raise(uint64_t want)
+{
+	struct rlimit rl;
+	uint64_t to;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return 0;
+	to = rl.rlim_max == RLIM_INFINITY ? want : MIN(rl.rlim_max, want);
+	if (to > rl.rlim_cur) {
+		nofile_saved = rl;
+		rl.rlim_cur = to;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return -errno;
+		nofile_raised = true;
+	}
+	return to < want ? -ENFILE : 0;
+}
+
+/* After fork(): async-signal-safe. */
+void nofile_restore(void)
+{
+	if (nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &nofile_saved);
 }
 
 /*

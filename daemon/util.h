@@ -117,6 +117,15 @@ int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);
 
 /*
+ * Raise the soft limit on open files to want, or as far as the hard
+ * limit lets it: -ENFILE when that is short of want.  The limit found is
+ * kept for nofile_restore(), which a child calls before exec: a program
+ * that uses select() breaks on descriptors past FD_SETSIZE.
+ */
+int nofile_raise(uint64_t want);
+void nofile_restore(void);
+
+/*
  * An error to report to an API client: HTTP status, a stable machine code
  * ("unknown_field", "out_of_range", ...), the offending field as a dotted
  * path ("kernel.stages"), and a sentence for humans.

@@ -160,9 +160,10 @@ static int spawn(const char *path, char *const argv[], int child_fd,
 		*ret_pid = pid;
 		return 0;
 	}
-	/* Child: undo the supervisor's blocked signals, wire the fd, exec. */
+	/* Child: undo the supervisor's mask and limits, wire the fd, exec. */
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
+	nofile_restore();
 	if (child_fd == target_fd)
 		fd_set_cloexec(child_fd, false);
 	else if (dup2(child_fd, target_fd) < 0)
