@@ -76,6 +76,20 @@ static void setup_nofile(const struct config *cfg)
 		log_warning_errno(r, "Cannot raise the open files limit: %m");
 }
 
+/*
+ * Settings are read at start only.  SIGHUP, which a daemon is commonly
+ * sent to reload, would have ended gemmd on the spot: its default
+ * action, with held requests unanswered and, to systemd, a clean exit
+ * that Restart=on-failure leaves down.
+ */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si,
+		     void *userdata)
+{
+	log_notice("SIGHUP: gemmd has no reload; restart it to apply "
+		   "changed settings");
+	return 0;
+}
+
 static int setup_event(sd_event **ret)
 {
 	sd_event *e;
@@ -87,6 +101,8 @@ static int setup_event(sd_event **ret)
 	r = sd_event_add_signal(e, NULL, SIGTERM, NULL, NULL);
 	if (r >= 0)
 		r = sd_event_add_signal(e, NULL, SIGINT, NULL, NULL);
+	if (r >= 0)
+		r = sd_event_add_signal(e, NULL, SIGHUP, on_sighup, NULL);
 	if (r >= 0)
 		r = sd_event_set_watchdog(e, true);
 	if (r < 0) {
@@ -228,6 +244,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
