@@ -26,6 +26,12 @@
 /* A killed worker may be inside a kernel; the driver needs a moment. */
 #define KILL_GRACE_USEC (2 * 1000000ull)
 #define USEC_PER_SEC 1000000ull
+/*
+ * How long gemmd waits for its killed workers at shutdown, all of them:
+ * one stuck in the driver may never go, and systemd's TimeoutStopSec=
+ * (30 s) would kill gemmd and count the stop as failed.
+ */
+#define REAP_TIMEOUT_USEC (5 * USEC_PER_SEC)
 
 enum worker_state {
 	WORKER_STARTING,
@@ -122,6 +128,42 @@ static void worker_release(struct worker *w)
 	frame_reader_done(&w->fr);
 }
 
+/* Whether pid, killed, was reaped by the deadline. */
+static bool reap(pid_t pid, uint64_t deadline)
+{
+	for (;;) {
+		pid_t got = waitpid(pid, NULL, WNOHANG);
+
+		if (got == pid || (got < 0 && errno != EINTR))
+			return true;
+		if (now_usec() >= deadline)
+			return false;
+		sleep_ms(10);
+	}
+}
+
+/*
+ * Every worker is killed before any is waited for: each may take a
+ * while to let go of its GPU, and they do so side by side.
+ */
+static void workers_kill_all(struct workers *p)
+{
+	uint64_t deadline = now_usec() + REAP_TIMEOUT_USEC;
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->w[i].pid > 0)
+			kill(p->w[i].pid, SIGKILL);
+	for (i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		if (w->pid > 0 && !reap(w->pid, deadline))
+			log_warning("Worker %d (pid %d) outlived SIGKILL",
+				    w->index, (int)w->pid);
+		w->pid = 0;
+	}
+}
+
 struct workers *workers_free(struct workers *p)
 {
 	unsigned int i;
@@ -129,14 +171,11 @@ struct workers *workers_free(struct workers *p)
 	if (!p)
 		return NULL;
 	p->shutting_down = true;
+	workers_kill_all(p);
 	for (i = 0; i < p->n; i++) {
 		struct worker *w = &p->w[i];
 
 		worker_release(w);
-		if (w->pid > 0) {
-			kill(w->pid, SIGKILL);
-			waitpid(w->pid, NULL, 0);
-		}
 		w->child = sd_event_source_disable_unref(w->child);
 		json_decref(w->device);
 	}
