@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "frame.h"
 #include "log.h"
@@ -47,7 +48,6 @@ enum kill_reason {
 	KILL_NONE,
 	KILL_TIMEOUT,
 	KILL_CANCEL,
-	KILL_SHUTDOWN,
 	KILL_FAULT, /* it broke the protocol: last_error says how */
 };
 
@@ -186,6 +186,21 @@ struct workers *workers_free(struct workers *p)
 }
 
 /* fork+exec with fd 3 (or stdout) wired to our end of a socket/pipe. */
+/*
+ * In the child: gemmd's own descriptors are all close-on-exec, but one
+ * it inherited (started from a shell or a script, not from systemd)
+ * would pass on to a worker and be held open for as long as it runs.
+ */
+static void close_inherited(int from)
+{
+	int fd;
+
+	if (close_range((unsigned int)from, ~0U, 0) == 0)
+		return;
+	for (fd = from; fd < sysconf(_SC_OPEN_MAX); fd++)
+		close(fd);
+}
+
 static int spawn(const char *path, char *const argv[], int child_fd,
 		 int target_fd, pid_t *ret_pid)
 {
@@ -207,6 +222,7 @@ static int spawn(const char *path, char *const argv[], int child_fd,
 		fd_set_cloexec(child_fd, false);
 	else if (dup2(child_fd, target_fd) < 0)
 		_exit(127);
+	close_inherited(MAX(target_fd, STDERR_FILENO) + 1);
 	execv(path, argv);
 	fprintf(stderr, "gemmd: cannot run %s: %s\n", path, strerror(errno));
 	_exit(127);
@@ -772,10 +788,6 @@ static void fail_running_job(struct worker *w, const char *how)
 	case KILL_CANCEL:
 		job_finish(p->jobs, job, JOB_CANCELLED, NULL,
 			   "cancelled while running; worker restarted");
-		break;
-	case KILL_SHUTDOWN:
-		job_finish(p->jobs, job, JOB_FAILED, NULL,
-			   "daemon shutting down");
 		break;
 	case KILL_NONE:
 	case KILL_FAULT:
