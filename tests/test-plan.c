@@ -482,9 +482,16 @@ static void test_alignment(void)
 	expect_422(c, SHAPE("tt", 1000, 1001, 1000, ""), NULL, "n");
 	expect_plan(c, SHAPE("tt", 1001, 1000, 1000, ""), NULL, &p);
 	CHECK_STREQ(p.kernel, "k_tt");
-	/* sm_80 (cp.async): the layout's rule and k a multiple of 8 too */
+	/*
+	 * sm_80 (cp.async): the layout's rule and k a multiple of 8 too,
+	 * not only of 4 (1004)
+	 */
 	expect_422(c,
 		   SHAPE("nt", 1000, 1000, 1001,
+			 ",\"kernel\":{\"schedule\":\"multistage\"}"),
+		   NULL, "k");
+	expect_422(c,
+		   SHAPE("nt", 1000, 1000, 1004,
 			 ",\"kernel\":{\"schedule\":\"multistage\"}"),
 		   NULL, "k");
 	expect_422(c,
