@@ -110,6 +110,27 @@ static void test_round_trip(void)
 	json_decref(j);
 }
 
+/*
+ * A throttle reason the table has no name for comes as "bit_N": read
+ * back for N up to 63, ignored past it, as an unknown name is.
+ */
+static void test_reason_bits(void)
+{
+	struct gemm_result a = sample(), b;
+	json_t *j = result_to_json(&a), *r;
+
+	r = json_pack("[s, s, s, s, s]", "bit_63", "bit_64", "bit_99",
+		      "no_such_reason", "sw_power_cap");
+	CHECK(j != NULL && r != NULL);
+	json_object_set_new(json_object_get(j, "telemetry"),
+			    "throttle_reasons_seen", r);
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK(b.telemetry.reasons_known);
+	CHECK(b.telemetry.reasons_seen ==
+	      (1ull << 63 | GEMM_THROTTLE_SW_POWER_CAP));
+	json_decref(j);
+}
+
 static void test_raw_samples(void)
 {
 	struct gemm_result a = sample(), b;
@@ -723,6 +744,7 @@ int main(void)
 	RUN_TEST(test_not_finite);
 	RUN_TEST(test_unchecked);
 	RUN_TEST(test_raw_samples);
+	RUN_TEST(test_reason_bits);
 	RUN_TEST(test_new_fields);
 	RUN_TEST(test_no_telemetry);
 	RUN_TEST(test_baseline);
