@@ -67,6 +67,24 @@ static void test_lifecycle(void)
 	CHECK(json_is_object(json_object_get(j, "spec")));
 	CHECK(json_is_null(json_object_get(j, "plan")));
 	json_decref(j);
+	/* each time its own, in UTC with microseconds */
+	a->created_usec = 1700000000000001ull;
+	a->started_usec = 1700000001250000ull;
+	a->finished_usec = 1700000062999999ull;
+	j = job_to_json(a);
+	CHECK_STREQ(json_string_value(json_object_get(j, "created_at")),
+		    "2023-11-14T22:13:20.000001Z");
+	CHECK_STREQ(json_string_value(json_object_get(j, "started_at")),
+		    "2023-11-14T22:13:21.250000Z");
+	CHECK_STREQ(json_string_value(json_object_get(j, "finished_at")),
+		    "2023-11-14T22:14:22.999999Z");
+	json_decref(j);
+	/* b never started */
+	j = job_to_json(b);
+	CHECK(json_is_string(json_object_get(j, "created_at")));
+	CHECK(json_is_null(json_object_get(j, "started_at")));
+	CHECK(json_is_string(json_object_get(j, "finished_at")));
+	json_decref(j);
 	j = job_store_page_json(s, &all_cancelled, &next);
 	CHECK_EQ_INT(json_array_size(j), 1);
 	CHECK(next == 0);
