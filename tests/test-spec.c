@@ -641,6 +641,28 @@ static void test_fields(void)
 		     "timing");
 }
 
+/* A label fills its buffer but for the NUL; one byte more is refused. */
+static void test_label_length(void)
+{
+	struct gemm_spec spec;
+	struct gemmd_error err;
+	char label[sizeof(spec.label) + 1], body[sizeof(label) + 64];
+
+	memset(label, 'x', sizeof(label) - 2);
+	label[sizeof(label) - 2] = '\0';
+	snprintf(body, sizeof(body),
+		 "{\"m\":1,\"n\":1,\"k\":8,\"label\":\"%s\"}", label);
+	CHECK_EQ_INT(parse(body, &spec, &err), 0);
+	CHECK_STREQ(spec.label, label);
+	label[sizeof(label) - 2] = 'x';
+	label[sizeof(label) - 1] = '\0';
+	snprintf(body, sizeof(body),
+		 "{\"m\":1,\"n\":1,\"k\":8,\"label\":\"%s\"}", label);
+	expect_error(body, "out_of_range", "label");
+	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"label\":7}", "invalid_type",
+		     "label");
+}
+
 #define TIMING(x) "{\"m\":1,\"n\":1,\"k\":8,\"timing\":{" x "}}"
 
 static void test_timing_fields(void)
@@ -794,6 +816,7 @@ int main(void)
 	RUN_TEST(test_raw_nul);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);
+	RUN_TEST(test_label_length);
 	RUN_TEST(test_timing_json);
 	RUN_TEST(test_timing_fields);
 	RUN_TEST(test_timing_accepted);
