@@ -30,6 +30,8 @@
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
+ * GEMMD_FAULT_NAME, when set, is every device's name, so that tests can
+ * give gemmd one that must be escaped.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -79,9 +81,12 @@ static unsigned int fault_lines(void)
 
 static json_t *device_json(unsigned int index)
 {
+	const char *name = getenv("GEMMD_FAULT_NAME");
+
 	return json_pack("{s:i, s:s, s:s, s:i, s:I, s:i, s:{s:b}}", "index",
-			 (int)index, "name", "gemmd fault-worker (no GPU)",
-			 "uuid", "none", "sm_count", 132, "memory_bytes",
+			 (int)index, "name",
+			 name ? name : "gemmd fault-worker (no GPU)", "uuid",
+			 "none", "sm_count", 132, "memory_bytes",
 			 (json_int_t)80 << 30, "max_smem_per_block_optin",
 			 232448, "cublaslt", "available", 0);
 }
