@@ -143,6 +143,49 @@ static void test_reader_max(void)
 	json_decref(in);
 }
 
+/*
+ * The same for the blocking reader (the worker's): FRAME_MAX bytes are
+ * read, one more is refused from the header.
+ */
+static void test_read_max(void)
+{
+	static const uint8_t over[4] = { 0x01, 0x00, 0x00, 0x01 };
+	size_t pad = FRAME_MAX - strlen("{\"b\":\"\"}");
+	char *big = malloc(pad + 1);
+	json_t *in, *out = NULL;
+	int sv[2], r = 0;
+	pid_t pid;
+
+	CHECK(big != NULL);
+	memset(big, 'x', pad);
+	big[pad] = '\0';
+	in = json_pack("{s:s}", "b", big);
+	free(big);
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(sv[1]);
+		r = frame_write(sv[0], in);
+		json_decref(in);
+		close(sv[0]);
+		_exit(r == 0 ? 0 : 1);
+	}
+	close(sv[0]);
+	CHECK_EQ_INT(frame_read(sv[1], &out), 0);
+	CHECK(out && json_equal(in, out));
+	json_decref(out);
+	close(sv[1]);
+	CHECK(waitpid(pid, &r, 0) == pid && WIFEXITED(r) &&
+	      WEXITSTATUS(r) == 0);
+	json_decref(in);
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ_INT(write(sv[0], over, sizeof(over)), sizeof(over));
+	/* closed: a reader that took the header would fail, not hang */
+	close(sv[0]);
+	CHECK_EQ_INT(frame_read(sv[1], &out), -EMSGSIZE);
+	close(sv[1]);
+}
+
 /* A header over FRAME_MAX is refused before any of the body is read. */
 static void test_reader_too_large(void)
 {
@@ -195,6 +238,7 @@ int main(void)
 	RUN_TEST(test_split);
 	RUN_TEST(test_large);
 	RUN_TEST(test_reader_max);
+	RUN_TEST(test_read_max);
 	RUN_TEST(test_reader_too_large);
 	RUN_TEST(test_bad_frames);
 	return check_exit();
