@@ -2,8 +2,12 @@
 /*
  * test-util - text copied into fixed buffers stays valid UTF-8: cuts fall
  * between characters, invalid bytes are escaped, and jansson takes it all.
+ * Also the helpers that read numbers and files.
  */
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "util.h"
@@ -124,6 +128,59 @@ static void test_error_set(void)
 	CHECK(jansson_takes(e.message));
 }
 
+/* A file up to max bytes is read whole; a larger one, or no file, is not. */
+static void test_read_file(void)
+{
+	char dir[] = "/tmp/test-util.XXXXXX", path[64];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/ten", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("0123456789", f);
+		fclose(f);
+	}
+	CHECK_EQ_INT(read_file(path, 10, &data, &len), 0);
+	CHECK_EQ_INT(len, 10);
+	CHECK(data && !memcmp(data, "0123456789", 10));
+	free(data);
+	data = NULL;
+	CHECK_EQ_INT(read_file(path, 9, &data, &len), -EFBIG);
+	CHECK(data == NULL);
+	CHECK_EQ_INT(read_file(dir, 1 << 20, &data, &len), -EBADF);
+	unlink(path);
+	CHECK_EQ_INT(read_file(path, 10, &data, &len), -ENOENT);
+	rmdir(dir);
+}
+
+/* Digits only, up to max: no sign, no space, no overflow. */
+static void test_parse_uint(void)
+{
+	unsigned int u = 7;
+	uint64_t x = 7;
+
+	CHECK_EQ_INT(parse_uint("0", 10, &u), 0);
+	CHECK_EQ_INT(u, 0);
+	CHECK_EQ_INT(parse_uint("10", 10, &u), 0);
+	CHECK_EQ_INT(u, 10);
+	CHECK_EQ_INT(parse_uint("11", 10, &u), -EINVAL);
+	CHECK_EQ_INT(u, 10);
+	CHECK_EQ_INT(parse_uint("+5", 10, &u), -EINVAL);
+	CHECK_EQ_INT(parse_uint(" 5", 10, &u), -EINVAL);
+	CHECK_EQ_INT(parse_uint("5 ", 10, &u), -EINVAL);
+	CHECK_EQ_INT(parse_uint("", 10, &u), -EINVAL);
+	CHECK_EQ_INT(parse_uint(NULL, 10, &u), -EINVAL);
+	CHECK_EQ_INT(parse_u64("-1", UINT64_MAX, &x), -EINVAL);
+	CHECK_EQ_INT(parse_u64("18446744073709551615", UINT64_MAX, &x), 0);
+	CHECK(x == UINT64_MAX);
+	CHECK_EQ_INT(parse_u64("18446744073709551616", UINT64_MAX, &x),
+		     -EINVAL);
+}
+
 int main(void)
 {
 	RUN_TEST(test_copy_fits);
@@ -133,5 +190,7 @@ int main(void)
 	RUN_TEST(test_copy_random_bytes);
 	RUN_TEST(test_format);
 	RUN_TEST(test_error_set);
+	RUN_TEST(test_read_file);
+	RUN_TEST(test_parse_uint);
 	return check_exit();
 }
