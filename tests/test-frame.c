@@ -95,39 +95,67 @@ static void test_large(void)
 	json_decref(in);
 }
 
-/* A frame of FRAME_MAX bytes is legal to send, so it must be read. */
-static void test_reader_max(void)
+/* A JSON object that encodes to exactly FRAME_MAX bytes. */
+static json_t *max_object(void)
 {
-	struct frame_reader fr = { 0 };
-	json_t *in, *out = NULL;
 	size_t pad = FRAME_MAX - strlen("{\"b\":\"\"}");
 	char *big = malloc(pad + 1);
-	int sv[2], r = 0, got = 0;
-	pid_t pid;
+	json_t *o;
 
 	CHECK(big != NULL);
 	memset(big, 'x', pad);
 	big[pad] = '\0';
-	in = json_pack("{s:s}", "b", big);
+	o = json_pack("{s:s}", "b", big);
 	free(big);
+	return o;
+}
+
+/*
+ * A child that writes o n times into one end of a socket pair and
+ * exits; the other end in *ret_fd.
+ */
+static pid_t fork_writer(json_t *o, int n, int *ret_fd)
+{
+	int sv[2], r = 0;
+	pid_t pid;
+
 	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fork();
 	if (pid == 0) {
 		close(sv[1]);
-		r = frame_write(sv[0], in);
-		if (r == 0)
-			r = frame_write(sv[0], in);
-		json_decref(in);
+		while (r == 0 && n--)
+			r = frame_write(sv[0], o);
+		json_decref(o);
 		close(sv[0]);
 		_exit(r == 0 ? 0 : 1);
 	}
 	close(sv[0]);
-	fd_set_nonblock(sv[1], true);
+	*ret_fd = sv[1];
+	return pid;
+}
+
+static void check_writer(pid_t pid)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+}
+
+/* A frame of FRAME_MAX bytes is legal to send, so it must be read. */
+static void test_reader_max(void)
+{
+	struct frame_reader fr = { 0 };
+	json_t *in = max_object(), *out = NULL;
+	int fd, r = 0, got = 0;
+	pid_t pid = fork_writer(in, 2, &fd);
+
+	fd_set_nonblock(fd, true);
 	while (r == 0 && got < 2) {
-		struct pollfd pfd = { .fd = sv[1], .events = POLLIN };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
 		CHECK_EQ_INT(poll(&pfd, 1, 10000), 1);
-		r = frame_reader_feed(&fr, sv[1]);
+		r = frame_reader_feed(&fr, fd);
 		while (frame_reader_next(&fr, &out) > 0) {
 			CHECK(json_equal(in, out));
 			json_decref(out);
@@ -136,9 +164,8 @@ static void test_reader_max(void)
 	}
 	CHECK_EQ_INT(got, 2);
 	/* Closed first: a writer still blocked then fails, not hangs. */
-	close(sv[1]);
-	CHECK(waitpid(pid, &r, 0) == pid && WIFEXITED(r) &&
-	      WEXITSTATUS(r) == 0);
+	close(fd);
+	check_writer(pid);
 	frame_reader_done(&fr);
 	json_decref(in);
 }
@@ -150,33 +177,15 @@ static void test_reader_max(void)
 static void test_read_max(void)
 {
 	static const uint8_t over[4] = { 0x01, 0x00, 0x00, 0x01 };
-	size_t pad = FRAME_MAX - strlen("{\"b\":\"\"}");
-	char *big = malloc(pad + 1);
-	json_t *in, *out = NULL;
-	int sv[2], r = 0;
-	pid_t pid;
+	json_t *in = max_object(), *out = NULL;
+	int sv[2], fd;
+	pid_t pid = fork_writer(in, 1, &fd);
 
-	CHECK(big != NULL);
-	memset(big, 'x', pad);
-	big[pad] = '\0';
-	in = json_pack("{s:s}", "b", big);
-	free(big);
-	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	if (pid == 0) {
-		close(sv[1]);
-		r = frame_write(sv[0], in);
-		json_decref(in);
-		close(sv[0]);
-		_exit(r == 0 ? 0 : 1);
-	}
-	close(sv[0]);
-	CHECK_EQ_INT(frame_read(sv[1], &out), 0);
+	CHECK_EQ_INT(frame_read(fd, &out), 0);
 	CHECK(out && json_equal(in, out));
 	json_decref(out);
-	close(sv[1]);
-	CHECK(waitpid(pid, &r, 0) == pid && WIFEXITED(r) &&
-	      WEXITSTATUS(r) == 0);
+	close(fd);
+	check_writer(pid);
 	json_decref(in);
 	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	CHECK_EQ_INT(write(sv[0], over, sizeof(over)), sizeof(over));
