@@ -46,10 +46,11 @@ check_cuda() {
 }
 
 # Each command builds in a folder of its own: configured again with other
-# paths or warnings, a build folder does not compile its objects again
-# (they depend on the sources, not on the Makefile that has the -D
-# paths), so "test" then "install" in one folder installed a gemmd that
-# looked for /usr/local/etc/gemmd/gemmd.conf.
+# flags, a build folder does not compile its objects again (make does not
+# track flags), so "test" would not hold objects "install" built to
+# -Werror.  (The install paths are in a generated header, paths.h, which
+# does recompile its users: "test" then "install" in one folder used to
+# install a gemmd that looked for /usr/local/etc/gemmd/gemmd.conf.)
 configure_build() { # configure_build DIR [configure args...]
 	dir=$1
 	shift

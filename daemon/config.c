@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "paths.h"
 #include "util.h"
 
 #ifndef PACKAGE_VERSION

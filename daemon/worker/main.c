@@ -39,6 +39,7 @@
 #include "frame.h"
 #include "gpu.h"
 #include "log.h"
+#include "paths.h"
 #include "plan.h"
 #include "result.h"
 #include "spec.h"
