@@ -217,6 +217,12 @@ static int spawn(const char *path, char *const argv[], int child_fd,
 	/* Child: undo the supervisor's mask and limits, wire the fd, exec. */
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
+	/*
+	 * SIGHUP is for gemmd, which logs it, but "systemctl kill -s HUP"
+	 * (as a logrotate script sends it) signals every process of the
+	 * service: a worker would die of it with its job.
+	 */
+	signal(SIGHUP, SIG_IGN);
 	nofile_restore();
 	if (child_fd == target_fd)
 		fd_set_cloexec(child_fd, false);
