@@ -12,6 +12,11 @@ GEMMD_WORKER="$GEMMD_BUILDDIR/daemon/gemmd-worker"
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gemmd-test.XXXXXX")
 GEMMD_PID=
 trap 'stop_gemmd; rm -rf "$TEST_TMP"' EXIT
+# A test stopped by a signal (GEMMD_TEST_TIMEOUT's SIGTERM, a ^C) cleans
+# up too: a shell killed by one runs no EXIT trap, one that exits does.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 fail() {
 	echo "FAIL: $*" >&2
