@@ -22,6 +22,11 @@
 #define HELD_FLUSH_MS 1000
 /* Descriptors besides the connections: the loop's, the workers', stdio. */
 #define NOFILE_RESERVE 64
+/*
+ * Exit status of a start that no restart mends (a config error, a worker
+ * that cannot be run): gemmd.service's RestartPreventExitStatus=.
+ */
+#define EXIT_CONFIG 2
 
 static int mkdir_p(const char *path)
 {
@@ -146,7 +151,7 @@ static int run(struct config *cfg)
 	struct api *api = NULL;
 	struct http_server *http = NULL;
 	sd_event *event = NULL;
-	int r;
+	int r, status = EXIT_FAILURE;
 
 	setup_nofile(cfg);
 	r = mkdir_p(cfg->state_dir);
@@ -176,6 +181,9 @@ static int run(struct config *cfg)
 		r = 0;
 		goto out_workers;
 	}
+	if (r == -ENOEXEC)
+		/* a broken install or a typo in "worker": as a config error */
+		status = EXIT_CONFIG;
 	if (r < 0)
 		goto out_workers;
 	r = api_new(event, jobs, workers, catalog, cfg->max_wait, &api);
@@ -222,7 +230,7 @@ out_event:
 	sd_event_unref(event);
 out_catalog:
 	catalog_free(catalog);
-	return r < 0 ? 1 : 0;
+	return r < 0 ? status : 0;
 }
 
 int main(int argc, char **argv)
@@ -235,7 +243,7 @@ int main(int argc, char **argv)
 	config_defaults(&cfg);
 	r = config_parse_args(&cfg, argc, argv);
 	if (r != 0)
-		return r > 0 ? 0 : 2;
+		return r > 0 ? 0 : EXIT_CONFIG;
 	if (cfg.debug)
 		log_set_max_level(LOG_DEBUG);
 

@@ -437,9 +437,11 @@ int workers_probe(struct workers *p)
 	int r;
 
 	r = worker_runnable(p->worker_path);
-	if (r < 0)
-		return log_error_errno(r, "Cannot run the worker %s: %m",
-				       p->worker_path);
+	if (r < 0) {
+		log_error_errno(r, "Cannot run the worker %s: %m",
+				p->worker_path);
+		return -ENOEXEC;
+	}
 	r = probe_run(p, &out, how, sizeof(how));
 	if (r == -ECANCELED) {
 		log_info("Told to stop during the device probe");

@@ -34,7 +34,7 @@ struct workers *workers_free(struct workers *w);
 
 /*
  * Learn the devices; none (no driver, no GPU) is not an error, a worker
- * program that cannot be run is.
+ * program that cannot be run is: -ENOEXEC.
  */
 int workers_probe(struct workers *w);
 int workers_start(struct workers *w);
