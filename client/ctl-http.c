@@ -473,19 +473,19 @@ out:
 	return r;
 }
 
-bool ctl_job_delete(const struct ctl_http *h, const char *job_id)
+int ctl_job_delete(const struct ctl_http *h, const char *job_id)
 {
 	struct ctl_reply reply = {};
 	char *id = ctl_http_escape(job_id), *path = NULL;
-	bool ok = false;
+	int status = 0;
 
 	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
 	    ctl_http_request(h, "DELETE", path, NULL, 0, 0, &reply) == 0)
-		ok = reply.status >= 200 && reply.status <= 299;
+		status = (int)reply.status;
 	ctl_reply_done(&reply);
 	free(path);
 	free(id);
-	return ok;
+	return status;
 }
 
 const struct ctl_shape ctl_job_shape = { "a job", "id", JSON_STRING };

@@ -63,8 +63,11 @@ extern const struct ctl_shape ctl_job_shape;
  */
 int ctl_devices(const struct ctl_http *h, json_t **ret);
 
-/* DELETE /v1/jobs/ID, best effort, unreported: whether gemmd took it. */
-bool ctl_job_delete(const struct ctl_http *h, const char *job_id);
+/*
+ * DELETE /v1/jobs/ID, best effort, unreported: gemmd's HTTP status (2xx
+ * cancelled, 409 the job had already ended), or 0 where none came.
+ */
+int ctl_job_delete(const struct ctl_http *h, const char *job_id);
 
 /* Percent-encodes s for a path segment or query value; NULL on OOM. */
 char *ctl_http_escape(const char *s);

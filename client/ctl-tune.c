@@ -208,9 +208,14 @@ static int post_dry_run(struct tune *t, json_t *kernel, struct ctl_reply *reply)
 	}
 }
 
+static bool is_2xx_status(long status)
+{
+	return status >= 200 && status <= 299;
+}
+
 static bool is_2xx(const struct ctl_reply *reply)
 {
-	return reply->status >= 200 && reply->status <= 299;
+	return is_2xx_status(reply->status);
 }
 
 /* The reply's body as a job, an object with an "id"; NULL if not one. */
@@ -854,7 +859,7 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	} else {
 		c->state = CAND_FAILED;
 		c->why = why;
-		n = c->id && ctl_job_delete(http, c->id);
+		n = c->id && is_2xx_status(ctl_job_delete(http, c->id));
 	}
 	json_decref(job);
 	return n;
@@ -889,12 +894,15 @@ static json_t *ended_job(const struct ctl_http *http, const char *job_id)
 static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 			const char *why)
 {
-	if (ctl_job_delete(http, c->id)) {
+	int status = ctl_job_delete(http, c->id);
+
+	if (is_2xx_status(status)) {
 		c->state = CAND_FAILED;
 		c->why = why;
 		return true;
 	}
-	c->job = ended_job(http, c->id);
+	/* no answer (gemmd hung, say): not asked again */
+	c->job = status == 409 ? ended_job(http, c->id) : NULL;
 	c->state = c->job ? CAND_ENDED : CAND_FAILED;
 	c->why = c->job ? NULL : why;
 	return false;
