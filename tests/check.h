@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,18 @@ static int check_failures;
 		printf("%s %s\n", check_failures == _before ? "ok" : "FAIL", \
 		       #fn);                                                 \
 	} while (0)
+
+/*
+ * "$TMPDIR/name" (or /tmp's) in buf, for mkdtemp() or mkstemps(): the
+ * temporary files go where the test run was told to put them.
+ */
+static inline char *check_tmp_path(char *buf, size_t size, const char *name)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(buf, size, "%s/%s", dir && *dir ? dir : "/tmp", name);
+	return buf;
+}
 
 static inline int check_exit(void)
 {

@@ -259,10 +259,11 @@ static int find_cubin(char *path, size_t len)
  */
 static int read_cut_sm(const unsigned char *data, size_t cut, unsigned int *sm)
 {
-	char dst[] = "/tmp/gemmd-test-XXXXXX.cubin";
+	char dst[PATH_MAX];
 	struct catalog *c = catalog_new();
 	int fd, r;
 
+	check_tmp_path(dst, sizeof(dst), "gemmd-test-XXXXXX.cubin");
 	fd = mkstemps(dst, 6);
 	CHECK(fd >= 0);
 	if (fd < 0)
@@ -410,11 +411,12 @@ static void test_stale_duplicate(void)
 {
 	static const char *const stale[] = { "aa-old.cubin", "zz-old.cubin" };
 	const char *name = "gemmd_cooperative_bf16_tn_128x256x64";
-	char dir[] = "/tmp/gemmd-cat-XXXXXX", src[4096], path[4096];
+	char dir[PATH_MAX], src[4096], path[PATH_MAX + 64];
 	const struct kernel_info *k;
 	struct catalog *c = NULL;
 
 	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
+	check_tmp_path(dir, sizeof(dir), "gemmd-cat-XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK_EQ_INT(copy_file(src, dir,
 			       "gemmd_cooperative_bf16_tn_128x256x64.cubin"),

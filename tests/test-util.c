@@ -131,11 +131,12 @@ static void test_error_set(void)
 /* A file up to max bytes is read whole; a larger one, or no file, is not. */
 static void test_read_file(void)
 {
-	char dir[] = "/tmp/test-util.XXXXXX", path[64];
+	char dir[PATH_MAX], path[PATH_MAX + 8];
 	uint8_t *data = NULL;
 	size_t len = 0;
 	FILE *f;
 
+	check_tmp_path(dir, sizeof(dir), "test-util.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/ten", dir);
 	f = fopen(path, "w");
