@@ -901,7 +901,7 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 		c->why = why;
 		return true;
 	}
-	/* no answer (gemmd hung, say): not asked again */
+	/* 409: it ended first; no answer (gemmd hung, say): not asked again */
 	c->job = status == 409 ? ended_job(http, c->id) : NULL;
 	c->state = c->job ? CAND_ENDED : CAND_FAILED;
 	c->why = c->job ? NULL : why;
