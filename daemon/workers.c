@@ -185,7 +185,6 @@ struct workers *workers_free(struct workers *p)
 	return NULL;
 }
 
-/* fork+exec with fd 3 (or stdout) wired to our end of a socket/pipe. */
 /*
  * In the child: gemmd's own descriptors are all close-on-exec, but one
  * it inherited (started from a shell or a script, not from systemd)
@@ -193,14 +192,16 @@ struct workers *workers_free(struct workers *p)
  */
 static void close_inherited(int from)
 {
-	int fd;
+	long fd, max;
 
 	if (close_range((unsigned int)from, ~0U, 0) == 0)
 		return;
-	for (fd = from; fd < sysconf(_SC_OPEN_MAX); fd++)
-		close(fd);
+	max = sysconf(_SC_OPEN_MAX);
+	for (fd = from; fd < max; fd++)
+		close((int)fd);
 }
 
+/* fork+exec with fd 3 (or stdout) wired to our end of a socket/pipe. */
 static int spawn(const char *path, char *const argv[], int child_fd,
 		 int target_fd, pid_t *ret_pid)
 {
