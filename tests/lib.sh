@@ -131,6 +131,22 @@ stop_gemmd() {
 	return 0
 }
 
+# ready_worker_pid DEV: the pid of GPU DEV's worker once it is ready
+# (it has said hello), within 10 s.  Run in $(...), its fail ends only
+# that subshell: call it as pid=$(ready_worker_pid 0) || exit 1.
+ready_worker_pid() {
+	_i=0
+	while :; do
+		_body=$(http GET /v1/devices)
+		_st=$(echo "$_body" | json "j['devices'][$1]['worker']['state']")
+		[ "$_st" = ready ] && break
+		[ $_i -lt 100 ] || fail "worker $1 is $_st, not ready"
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	echo "$_body" | json "j['devices'][$1]['worker']['pid']"
+}
+
 # http_with HEADER METHOD PATH BODY: http with one more request header,
 # "Name: value" (or "Name;" for an empty value).
 http_with() {
