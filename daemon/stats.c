@@ -7,10 +7,19 @@
 
 #include "stats.h"
 
+/*
+ * Ascending, NaN after every number.  qsort() needs a total order: were
+ * NaN equal to everything, 1 < 2 and 2 == NaN == 1 would leave a sort
+ * with a NaN in it free to put the numbers around it in any order, and
+ * the order statistics would read the wrong samples.
+ */
 static int cmp_double(const void *a, const void *b)
 {
 	const double x = *(const double *)a, y = *(const double *)b;
+	const int x_nan = isnan(x) != 0, y_nan = isnan(y) != 0;
 
+	if (x_nan || y_nan)
+		return x_nan - y_nan;
 	return (x > y) - (x < y);
 }
 

@@ -37,7 +37,7 @@ struct stats_rule {
 	double max_noise;
 };
 
-/* Ascending, in place. */
+/* Ascending, in place; NaN last. */
 void stats_sort(double *x, size_t n);
 
 /*

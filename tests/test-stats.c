@@ -85,6 +85,30 @@ static void test_summarize(void)
 	CHECK(isinf(s.noise));
 }
 
+/*
+ * A NaN sample goes last: with a comparator that calls NaN equal to
+ * everything the sort is not one, and the numbers around it stay out
+ * of order.
+ */
+static void test_sort_nan(void)
+{
+	double x[] = { NAN, 3, 1, 2 }, y[] = { 4, 2, NAN, 3, 1, NAN, 0 };
+	struct stats_summary s;
+
+	stats_sort(x, 4);
+	CHECK_NEAR(x[0], 1);
+	CHECK_NEAR(x[1], 2);
+	CHECK_NEAR(x[2], 3);
+	CHECK(isnan(x[3]));
+	stats_summarize(y, 7, &s);
+	for (int i = 0; i < 5; i++)
+		CHECK_NEAR(y[i], i);
+	CHECK(isnan(y[5]) && isnan(y[6]));
+	CHECK_NEAR(s.min, 0);
+	CHECK_NEAR(s.median, 3); /* rank 3 */
+	CHECK(isnan(s.max) && isnan(s.mean));
+}
+
 static int stop(const struct stats_rule *rule, size_t n, double us,
 		double noise)
 {
@@ -142,6 +166,7 @@ int main(void)
 	RUN_TEST(test_percentile_even);
 	RUN_TEST(test_moments);
 	RUN_TEST(test_summarize);
+	RUN_TEST(test_sort_nan);
 	RUN_TEST(test_should_stop);
 	RUN_TEST(test_batch_size);
 	return check_exit();
