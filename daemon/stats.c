@@ -31,7 +31,7 @@ void stats_sort(double *x, size_t n)
 
 double stats_percentile(const double *sorted, size_t n, double p)
 {
-	double rank, frac;
+	double rank, frac, a, b;
 	size_t lo;
 
 	if (!n)
@@ -41,7 +41,21 @@ double stats_percentile(const double *sorted, size_t n, double p)
 	if (lo + 1 >= n)
 		return sorted[n - 1];
 	frac = rank - (double)lo;
-	return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+	a = sorted[lo];
+	b = sorted[lo + 1];
+	/*
+	 * At a rank exactly, the value there: 0 * (b - a) is NaN where b
+	 * is infinite.
+	 */
+	if (!(frac > 0))
+		return a;
+	if (isfinite(a) && isfinite(b))
+		return a + frac * (b - a);
+	/*
+	 * Beside an infinity, weights: a + frac * (b - a) is NaN between
+	 * two infinities of one sign (inf - inf) and after -inf.
+	 */
+	return (1 - frac) * a + frac * b;
 }
 
 double stats_mean(const double *x, size_t n)

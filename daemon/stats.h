@@ -43,7 +43,8 @@ void stats_sort(double *x, size_t n);
 /*
  * The p-th percentile (0 <= p <= 100) of ascending data, interpolating
  * linearly between the two closest ranks: rank (n - 1) * p / 100, counted
- * from 0.  NAN for no data.
+ * from 0; at a whole rank the value there, beside an infinity that
+ * infinity.  NAN for no data.
  */
 double stats_percentile(const double *sorted, size_t n, double p);
 

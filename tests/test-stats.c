@@ -41,6 +41,29 @@ static void test_percentile_even(void)
 	CHECK_NEAR(stats_percentile(x, 1, 99), 1);
 }
 
+/*
+ * An infinite sample is the neighbour of a rank, not a weight on it: at
+ * a rank exactly the value there, between a number and an infinity that
+ * infinity, between two of one sign that one.
+ */
+static void test_percentile_inf(void)
+{
+	const double x[] = { 1, 2, 3, INFINITY, INFINITY };
+	const double y[] = { -INFINITY, -INFINITY, 5, 6 };
+
+	CHECK_NEAR(stats_percentile(x, 5, 50), 3); /* rank 2 */
+	CHECK_NEAR(stats_percentile(x, 5, 25), 2); /* rank 1 */
+	CHECK(stats_percentile(x, 5, 60) > 0 &&
+	      isinf(stats_percentile(x, 5, 60))); /* rank 2.4 */
+	CHECK(stats_percentile(x, 5, 90) > 0 &&
+	      isinf(stats_percentile(x, 5, 90))); /* rank 3.6 */
+	CHECK(stats_percentile(y, 4, 10) < 0 &&
+	      isinf(stats_percentile(y, 4, 10))); /* rank 0.3 */
+	CHECK(stats_percentile(y, 4, 50) < 0 &&
+	      isinf(stats_percentile(y, 4, 50))); /* rank 1.5 */
+	CHECK_NEAR(stats_percentile(y, 4, 100), 6);
+}
+
 static void test_moments(void)
 {
 	const double a[] = { 1, 3, 5 }, b[] = { 9, 11 }, c[] = { 7 };
@@ -164,6 +187,7 @@ int main(void)
 {
 	RUN_TEST(test_percentile_odd);
 	RUN_TEST(test_percentile_even);
+	RUN_TEST(test_percentile_inf);
 	RUN_TEST(test_moments);
 	RUN_TEST(test_summarize);
 	RUN_TEST(test_sort_nan);
