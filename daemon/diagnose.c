@@ -315,9 +315,13 @@ static json_t *int_or_null(int x)
 	return x >= 0 ? json_integer(x) : json_null();
 }
 
+/*
+ * mismatches_used goes as a json_int_t, which json_pack() reads for "I";
+ * "i" would read an int from its place in the arguments.
+ */
 json_t *kdiag_to_json(const struct kdiag *d)
 {
-	return json_pack("{s:s, s:[i,i], s:i, s:o, s:o, s:o, s:o, s:i}", "kind",
+	return json_pack("{s:s, s:[i,i], s:i, s:o, s:o, s:o, s:o, s:I}", "kind",
 			 kind_names[d->kind], "tile", d->tile_m, d->tile_n,
 			 "warpgroup", d->warpgroup, "k_tile",
 			 int_or_null(d->k_tile), "stage", int_or_null(d->stage),

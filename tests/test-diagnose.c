@@ -246,6 +246,8 @@ static void test_json(void)
 	CHECK_STREQ(json_string_value(json_object_get(j, "kind")),
 		    "k_tile_replaced");
 	CHECK_EQ_INT(json_integer_value(json_object_get(j, "stage")), 1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(j, "mismatches_used")),
+		     1);
 	json_decref(j);
 }
 
