@@ -294,6 +294,31 @@ void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
 	diagnose_elements(tile, stages, &e, 1, k, ret);
 }
 
+/*
+ * Interleaved has no producer, but its two warpgroups split the rows as
+ * ws's and cooperative's consumers do (64 each of 128): a stage one of
+ * them read too early shows in its half alone, and mismatches of the
+ * other half are another warpgroup's, not more of the same fault.
+ */
+unsigned int kdiag_warpgroup(enum gemm_schedule s, const struct gemm_tile *tile,
+			     uint64_t row)
+{
+	switch (s) {
+	case GEMM_SCHEDULE_WS:
+	case GEMM_SCHEDULE_COOPERATIVE:
+	case GEMM_SCHEDULE_INTERLEAVED:
+		return tile->m >= 2 ?
+			       (unsigned int)(row % tile->m / (tile->m / 2)) :
+			       0;
+	case GEMM_SCHEDULE_PINGPONG:
+	case GEMM_SCHEDULE_MULTISTAGE:
+	case GEMM_SCHEDULE_PIPELINED:
+	case _GEMM_SCHEDULE_MAX:
+	default:
+		return 0;
+	}
+}
+
 double kdiag_half_ulp(enum gemm_dtype t, double x)
 {
 	/* significand bits, the implicit one counted */

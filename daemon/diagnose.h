@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <stdint.h>
 #include <jansson.h>
 
 #include "gemm.h"
@@ -63,6 +64,15 @@ void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
 		      unsigned int row, unsigned int col, const float *a_row,
 		      const float *b_col, unsigned int k, double err,
 		      double tol, struct kdiag *ret);
+
+/*
+ * Which consumer warpgroup of schedule s wrote output row: ws,
+ * cooperative and interleaved split each tile's rows between two, the
+ * first half to warpgroup 0; pingpong's warpgroups own whole tiles and
+ * the sm_80 schedules have none, so 0.
+ */
+unsigned int kdiag_warpgroup(enum gemm_schedule s, const struct gemm_tile *tile,
+			     uint64_t row);
 
 /*
  * Half a unit in the last place of x in type t: how far D's value, rounded

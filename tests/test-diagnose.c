@@ -50,6 +50,30 @@ static void test_position(void)
 	CHECK_EQ_INT(d.warpgroup, 1);
 }
 
+/*
+ * The warpgroup by schedule: interleaved's two warpgroups split a tile's
+ * rows like ws's consumers, 64 each of 128; cooperative's take half of a
+ * 256-row tile each; pingpong's own whole tiles.
+ */
+static void test_warpgroup(void)
+{
+	const struct gemm_tile t128 = { 128, 128, 64 }, t256 = { 256, 128, 64 };
+	const struct gemm_tile t64 = { 64, 256, 64 };
+
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_INTERLEAVED, &t128, 63), 0);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_INTERLEAVED, &t128, 100), 1);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_INTERLEAVED, &t128, 228), 1);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_WS, &t128, 100), 1);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_COOPERATIVE, &t256, 127), 0);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_COOPERATIVE, &t256, 200), 1);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_COOPERATIVE, &t256,
+				     ((uint64_t)1 << 20) - 1),
+		     1);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_PINGPONG, &t64, 40), 0);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_PINGPONG, &t128, 100), 0);
+	CHECK_EQ_INT(kdiag_warpgroup(GEMM_SCHEDULE_MULTISTAGE, &t128, 100), 0);
+}
+
 static void test_stale_stage(void)
 {
 	struct kdiag d;
@@ -255,6 +279,7 @@ int main(void)
 {
 	setup();
 	RUN_TEST(test_position);
+	RUN_TEST(test_warpgroup);
 	RUN_TEST(test_stale_stage);
 	RUN_TEST(test_missing_and_doubled);
 	RUN_TEST(test_ambiguous);

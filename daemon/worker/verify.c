@@ -129,27 +129,10 @@ static int read_k_vector(struct run *r, CUdeviceptr base, uint64_t first,
 	return e;
 }
 
-/*
- * Which consumer warpgroup wrote row: ws and cooperative split a tile's
- * rows between two; in the other schedules a warpgroup owns whole tiles
- * (pingpong) or there is none, and 0 is reported.
- */
+/* Which consumer warpgroup wrote row (kdiag_warpgroup()). */
 static unsigned int run_warpgroup(const struct run *r, uint64_t row)
 {
-	const struct gemm_tile *t = &r->plan->tile;
-
-	switch (r->spec->schedule) {
-	case GEMM_SCHEDULE_WS:
-	case GEMM_SCHEDULE_COOPERATIVE:
-		return t->m >= 2 ? (unsigned int)(row % t->m / (t->m / 2)) : 0;
-	case GEMM_SCHEDULE_PINGPONG:
-	case GEMM_SCHEDULE_INTERLEAVED:
-	case GEMM_SCHEDULE_MULTISTAGE:
-	case GEMM_SCHEDULE_PIPELINED:
-	case _GEMM_SCHEDULE_MAX:
-	default:
-		return 0;
-	}
+	return kdiag_warpgroup(r->spec->schedule, &r->plan->tile, row);
 }
 
 /* Whether sample mismatch m lies in the first one's tile and warpgroup. */
