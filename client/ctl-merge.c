@@ -10,7 +10,8 @@
  * The others are listed, with what happened on each node where they did
  * not pass.  Configurations are told apart by their kernel object as
  * tune sent it, so sweeps made with other options (--stages all, say)
- * still line up where they share candidates.
+ * still line up where they share candidates.  Rates are compared only
+ * where the nodes ran the same cubin (its digest in the job's plan).
  */
 #include <errno.h>
 #include <math.h>
@@ -29,14 +30,17 @@ enum outcome {
 	OUTCOME_ABSENT,
 	OUTCOME_PASSED,
 	OUTCOME_FAILED,
-	OUTCOME_REFUSED
+	OUTCOME_REFUSED,
+	OUTCOME_CUBIN,
+	_OUTCOME_MAX
 };
 
-static const char *const outcome_names[] = {
-	[OUTCOME_ABSENT] = "absent",
-	[OUTCOME_PASSED] = "passed",
-	[OUTCOME_FAILED] = "failed",
-	[OUTCOME_REFUSED] = "refused",
+static const char *const outcome_names[_OUTCOME_MAX] = {
+	[OUTCOME_ABSENT] = "absent", /* in none of the sweep's lists */
+	[OUTCOME_PASSED] = "passed", /* in its results */
+	[OUTCOME_FAILED] = "failed", /* ran, and did not pass */
+	[OUTCOME_REFUSED] = "refused", /* by the node's planner */
+	[OUTCOME_CUBIN] = "other_cubin", /* passed, on another cubin */
 };
 
 struct config {
@@ -45,6 +49,7 @@ struct config {
 	const json_t **entry; /* per sweep: its tune entry, NULL if absent */
 	enum outcome *outcome; /* per sweep */
 	size_t order; /* first seen: the unranked are listed in this order */
+	size_t cubin_from; /* the first sweep whose plan has a digest */
 	bool everywhere; /* passed in every sweep */
 	double median, min, max; /* TFLOP/s over the sweeps, if everywhere */
 };
@@ -333,6 +338,37 @@ static int collect(struct merge *m)
 
 /* --- ranking -------------------------------------------------------------- */
 
+/* The digest of the cubin sweep s ran the configuration from, or NULL. */
+static const char *cubin_digest(const struct config *c, size_t s)
+{
+	return ctl_jstr(json_object_get(c->entry[s], "plan"), "digest");
+}
+
+/*
+ * A kernel name is no promise of its code: a node built from another
+ * commit may hold another cubin under it, and its rate is then not one
+ * of this configuration's.  The first sweep that names a digest sets it;
+ * one that passed with another is not counted as passed.  Sweeps whose
+ * plans name none (gemmd read no cubin) are taken as they are.
+ */
+static void check_cubin(struct config *c, size_t n)
+{
+	const char *want = NULL, *d;
+	size_t s;
+
+	for (s = 0; s < n; s++) {
+		d = cubin_digest(c, s);
+		if (!d)
+			continue;
+		if (!want) {
+			want = d;
+			c->cubin_from = s;
+		} else if (strcmp(d, want) && c->outcome[s] == OUTCOME_PASSED) {
+			c->outcome[s] = OUTCOME_CUBIN;
+		}
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -383,8 +419,10 @@ static int rank(struct merge *m)
 
 	if (!buf)
 		return -ENOMEM;
-	for (i = 0; i < m->nconfigs; i++)
+	for (i = 0; i < m->nconfigs; i++) {
+		check_cubin(&m->configs[i], m->n);
 		rate(&m->configs[i], m->n, buf);
+	}
 	free(buf);
 	qsort(m->configs, m->nconfigs, sizeof(*m->configs), cmp_config);
 	return 0;
@@ -407,13 +445,21 @@ static json_t *first_plan(const struct config *c, size_t n)
 }
 
 /* Why a configuration did not pass in sweep s, as text. */
-static json_t *why_not(const struct config *c, size_t s)
+static json_t *why_not(const struct merge *m, const struct config *c, size_t s)
 {
 	const json_t *e = c->entry[s];
 	json_t *v;
 	char *text;
 
 	switch (c->outcome[s]) {
+	case OUTCOME_CUBIN:
+		/* "sha256:" and 12 of the 64 digits tell them apart */
+		if (asprintf(&text,
+			     "ran cubin %.19s..., not %.19s... as %s did",
+			     cubin_digest(c, s), cubin_digest(c, c->cubin_from),
+			     m->labels[c->cubin_from]) < 0)
+			text = NULL;
+		break;
 	case OUTCOME_FAILED:
 		text = ctl_jstr(e, "reason") ?
 			       strdup(ctl_jstr(e, "reason")) :
@@ -426,6 +472,7 @@ static json_t *why_not(const struct config *c, size_t s)
 		text = strdup("not in the sweep's results (tune --top?)");
 		break;
 	case OUTCOME_PASSED:
+	case _OUTCOME_MAX:
 	default:
 		return json_null();
 	}
@@ -445,11 +492,13 @@ static json_t *node_entry(const struct merge *m, const struct config *c,
 		      outcome_names[c->outcome[s]]);
 	if (!o)
 		return NULL;
-	if (c->outcome[s] == OUTCOME_PASSED &&
+	/* what ran on another cubin passed: its rate is shown, not ranked */
+	if ((c->outcome[s] == OUTCOME_PASSED ||
+	     c->outcome[s] == OUTCOME_CUBIN) &&
 	    json_object_set(o, "tflops", json_object_get(e, "tflops")) < 0)
 		goto fail;
 	if (c->outcome[s] != OUTCOME_PASSED &&
-	    json_object_set_new(o, "reason", why_not(c, s)) < 0)
+	    json_object_set_new(o, "reason", why_not(m, c, s)) < 0)
 		goto fail;
 	if (json_object_set_new(o, "plan",
 				json_incref(json_object_get(e, "plan")) ?:
