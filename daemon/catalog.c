@@ -384,7 +384,8 @@ static bool in_own_cubin(const struct kernel_info *k)
  * k is already listed from another cubin: a file an older build left
  * beside the new ones, say, whose kernel would take arguments of another
  * layout.  The cubin named after the kernel wins; between two that are
- * not, the first read.  Either way the operator is told.
+ * not, the first read, which catalog_load() makes the first by name.
+ * Either way the operator is told.
  */
 static void keep_one(struct catalog *c, const struct kernel_info *k)
 {
@@ -491,33 +492,51 @@ static int cmp_kernel(const void *a, const void *b)
 		      ((const struct kernel_info *)b)->name);
 }
 
+static int cubin_entry(const struct dirent *de)
+{
+	return is_cubin(de->d_name);
+}
+
+/* Byte order, not alphasort()'s strcoll(), which follows the locale. */
+static int cmp_entry(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
 int catalog_load(const char *dir, struct catalog **ret)
 {
+	struct dirent **de = NULL;
 	struct catalog *c;
-	struct dirent *de;
-	DIR *d;
+	int i, n;
 
-	d = opendir(dir);
-	if (!d)
+	/*
+	 * The files in name order, not readdir()'s, which differs between
+	 * file systems and directories: of two cubins that hold one kernel
+	 * and are neither named after it, the first read is listed, and
+	 * its digest goes into kernels_digest, which must be the same on
+	 * every node that has the same files.
+	 */
+	n = scandir(dir, &de, cubin_entry, cmp_entry);
+	if (n < 0)
 		return -errno;
 	c = catalog_new();
-	if (!c) {
-		closedir(d);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d))) {
+	for (i = 0; i < n; i++) {
 		char path[4096];
 		int r;
 
-		if (!is_cubin(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		r = catalog_read_cubin(c, path);
-		if (r < 0)
-			log_warning_errno(r, "Skipping %s: %m", path);
+		if (c) {
+			snprintf(path, sizeof(path), "%s/%s", dir,
+				 de[i]->d_name);
+			r = catalog_read_cubin(c, path);
+			if (r < 0)
+				log_warning_errno(r, "Skipping %s: %m", path);
+		}
+		free(de[i]);
 	}
-	closedir(d);
-	/* readdir order is arbitrary; keep listings stable. */
+	free(de);
+	if (!c)
+		return -ENOMEM;
+	/* The listing by name, whatever file each kernel came from. */
 	if (c->n)
 		qsort(c->kernels, c->n, sizeof(*c->kernels), cmp_kernel);
 	*ret = c;

@@ -56,7 +56,10 @@ bool kernel_has_packed_entry(const struct kernel_info *k);
 
 struct catalog;
 
-/* Reads every *.cubin in dir; a file that is not a readable cubin is skipped. */
+/*
+ * Reads every *.cubin in dir, in file name order (strcmp); a file that is
+ * not a readable cubin is skipped.
+ */
 int catalog_load(const char *dir, struct catalog **ret);
 struct catalog *catalog_free(struct catalog *c);
 
@@ -66,7 +69,7 @@ size_t catalog_bad_notes(const struct catalog *c);
 /*
  * Kernels found again in another cubin (an older install's files left
  * beside the new ones): the cubin named after the kernel is the one
- * listed, and each is logged.
+ * listed, or else the first by file name, and each is logged.
  */
 size_t catalog_duplicates(const struct catalog *c);
 const struct kernel_info *catalog_get(const struct catalog *c, size_t i);

@@ -459,6 +459,43 @@ static void test_stale_duplicate(void)
 	rmdir(dir);
 }
 
+/*
+ * One kernel in several cubins, none named after it: the first by file
+ * name is listed, whatever order readdir() gives, so that every node
+ * with these files gives the same kernels_digest.  Sixteen of them, made
+ * in reverse name order: neither creation order nor a hashed directory's
+ * is then likely to be name order.
+ */
+static void test_duplicate_order(void)
+{
+	const char *name = "gemmd_cooperative_bf16_tn_128x256x64";
+	char dir[PATH_MAX], src[4096], file[32], path[PATH_MAX + 64];
+	const struct kernel_info *k;
+	struct catalog *c = NULL;
+	int i;
+
+	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
+	check_tmp_path(dir, sizeof(dir), "gemmd-cat-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	for (i = 15; i >= 0; i--) {
+		snprintf(file, sizeof(file), "dup%02d.cubin", i);
+		CHECK_EQ_INT(copy_file(src, dir, file), 0);
+	}
+	CHECK_EQ_INT(catalog_load(dir, &c), 0);
+	CHECK_EQ_INT(catalog_size(c), 1);
+	CHECK_EQ_INT(catalog_duplicates(c), 15);
+	k = catalog_find(c, name);
+	CHECK(k != NULL);
+	if (k)
+		CHECK_STREQ(k->cubin, "dup00.cubin");
+	catalog_free(c);
+	for (i = 0; i < 16; i++) {
+		snprintf(path, sizeof(path), "%s/dup%02d.cubin", dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN_TEST(test_note_parse);
@@ -467,5 +504,6 @@ int main(void)
 	RUN_TEST(test_corrupt);
 	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
+	RUN_TEST(test_duplicate_order);
 	return check_exit();
 }
