@@ -343,9 +343,14 @@ static const char *elf_symbol_string(const struct elf_view *e,
 	    !sym->st_size)
 		return NULL;
 	s = &e->sh[sym->st_shndx];
-	if (s->sh_type == SHT_NOBITS || sym->st_value > s->sh_size ||
-	    sym->st_size > s->sh_size - sym->st_value ||
-	    !in_file(e, s->sh_offset + sym->st_value, sym->st_size))
+	/*
+	 * The section in the file first, then the symbol in the section:
+	 * sh_offset + st_value, summed unchecked, can wrap past 2^64 back
+	 * into the file, at bytes that are not the symbol's.
+	 */
+	if (s->sh_type == SHT_NOBITS || !in_file(e, s->sh_offset, s->sh_size) ||
+	    sym->st_value > s->sh_size ||
+	    sym->st_size > s->sh_size - sym->st_value)
 		return NULL;
 	p = (const char *)e->data + s->sh_offset + sym->st_value;
 	if (p[sym->st_size - 1] != '\0')

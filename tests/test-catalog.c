@@ -343,6 +343,51 @@ static void test_corrupt(void)
 	catalog_free(c);
 }
 
+/*
+ * A note whose section offset and value each take 2^63 more: their sum
+ * wraps back to where the note is, but the section is not in the file,
+ * so the note is not read (nor anything that the wrapped sum points at).
+ */
+static void test_wrapped_offset(void)
+{
+	const uint64_t half = 1ull << 63;
+	Elf64_Shdr *sh, *strtab;
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	Elf64_Sym *syms;
+	size_t n = 0, i, j, moved = 0;
+
+	buf = load_cubin(&n);
+	if (!buf)
+		return;
+	eh = (Elf64_Ehdr *)buf;
+	sh = (Elf64_Shdr *)(buf + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		syms = (Elf64_Sym *)(buf + sh[i].sh_offset);
+		strtab = &sh[sh[i].sh_link];
+		for (j = 0; j < sh[i].sh_size / sizeof(*syms); j++) {
+			const char *name = (const char *)buf +
+					   strtab->sh_offset + syms[j].st_name;
+			Elf64_Shdr *s;
+
+			if (strncmp(name, "gemmd_meta_", 11) != 0)
+				continue;
+			s = &sh[syms[j].st_shndx];
+			syms[j].st_value += half;
+			if (s->sh_offset < half) {
+				s->sh_offset += half;
+				s->sh_size += half;
+			}
+			moved++;
+		}
+	}
+	CHECK(moved >= 1);
+	CHECK_EQ_INT(read_cut(buf, n), 0);
+	free(buf);
+}
+
 /* The SM version the catalog reads from data as a cubin. */
 static unsigned int read_sm(const unsigned char *data, size_t len)
 {
@@ -502,6 +547,7 @@ int main(void)
 	RUN_TEST(test_note_v2);
 	RUN_TEST(test_real_cubins);
 	RUN_TEST(test_corrupt);
+	RUN_TEST(test_wrapped_offset);
 	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
 	RUN_TEST(test_duplicate_order);
