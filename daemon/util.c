@@ -290,7 +290,13 @@ int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len)
 	struct stat st;
 	size_t got = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * O_NONBLOCK: opening a FIFO (a "cubin" in the kernel directory, say)
+	 * would otherwise wait for a writer, for ever, before the check
+	 * below could refuse it; gemmd reads the kernels with SIGTERM
+	 * blocked.  A regular file's reads do not heed the flag.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)

@@ -505,6 +505,64 @@ static void test_stale_duplicate(void)
 }
 
 /*
+ * A kernel directory with what is not a cubin under cubin names: a FIFO
+ * (no writer: opening it must not wait for one), a directory, a link to
+ * nowhere, a link loop, an empty file and text.  Each is skipped, and the
+ * real cubin beside them is listed.
+ */
+static void test_odd_files(void)
+{
+	static const char *const odd[] = { "fifo.cubin",     "dir.cubin",
+					   "dangling.cubin", "loop.cubin",
+					   "empty.cubin",    "text.cubin" };
+	const char *name = "gemmd_cooperative_bf16_tn_128x256x64";
+	char dir[PATH_MAX], src[4096], path[PATH_MAX + 64];
+	struct catalog *c = NULL;
+	size_t i;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
+	check_tmp_path(dir, sizeof(dir), "gemmd-cat-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_EQ_INT(copy_file(src, dir, "real.cubin"), 0);
+	snprintf(path, sizeof(path), "%s/fifo.cubin", dir);
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/dir.cubin", dir);
+	CHECK_EQ_INT(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/dangling.cubin", dir);
+	CHECK_EQ_INT(symlink("nowhere.cubin", path), 0);
+	snprintf(path, sizeof(path), "%s/loop.cubin", dir);
+	CHECK_EQ_INT(symlink("loop.cubin", path), 0);
+	snprintf(path, sizeof(path), "%s/empty.cubin", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s/text.cubin", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("not an ELF file\n", f);
+		fclose(f);
+	}
+	/* A hang fails the test here rather than at the suite's timeout. */
+	alarm(10);
+	CHECK_EQ_INT(catalog_load(dir, &c), 0);
+	alarm(0);
+	CHECK_EQ_INT(catalog_size(c), 1);
+	CHECK(catalog_find(c, name) != NULL);
+	catalog_free(c);
+	for (i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, odd[i]);
+		if (unlink(path) < 0)
+			rmdir(path);
+	}
+	snprintf(path, sizeof(path), "%s/real.cubin", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
  * One kernel in several cubins, none named after it: the first by file
  * name is listed, whatever order readdir() gives, so that every node
  * with these files gives the same kernels_digest.  Sixteen of them, made
@@ -551,5 +609,6 @@ int main(void)
 	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
 	RUN_TEST(test_duplicate_order);
+	RUN_TEST(test_odd_files);
 	return check_exit();
 }

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -155,6 +156,12 @@ static void test_read_file(void)
 	CHECK_EQ_INT(read_file(dir, 1 << 20, &data, &len), -EBADF);
 	unlink(path);
 	CHECK_EQ_INT(read_file(path, 10, &data, &len), -ENOENT);
+	/* A FIFO is refused at once, not waited on for a writer. */
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	alarm(10);
+	CHECK_EQ_INT(read_file(path, 10, &data, &len), -EBADF);
+	alarm(0);
+	unlink(path);
 	rmdir(dir);
 }
 
