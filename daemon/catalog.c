@@ -430,18 +430,31 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 	for (i = 0; i < n; i++) {
 		const char *name =
 			elf_string(e, symtab->sh_link, syms[i].st_name);
+		const char *note, *why;
 		struct kernel_info k;
-		const char *note;
 
 		if (!name || strncmp(name, META_PREFIX, strlen(META_PREFIX)) ||
 		    ELF64_ST_TYPE(syms[i].st_info) != STT_OBJECT)
 			continue;
 		note = elf_symbol_string(e, &syms[i]);
-		if (!note || kernel_info_parse(note, cubin, &k) < 0 ||
-		    strcmp(k.name, name + strlen(META_PREFIX)) != 0 ||
-		    !elf_has_function(e, symtab, k.name)) {
-			log_debug("%s: ignoring malformed note %s", cubin,
-				  name);
+		if (!note)
+			why = "is not a string within the file";
+		else if (kernel_info_parse(note, cubin, &k) < 0)
+			why = "does not parse";
+		else if (strcmp(k.name, name + strlen(META_PREFIX)) != 0)
+			why = "names another kernel";
+		else if (!elf_has_function(e, symtab, k.name))
+			why = "names a kernel the cubin has no entry for";
+		else
+			why = NULL;
+		if (why) {
+			/*
+			 * A warning, not a debug line: the kernel is missing
+			 * from the catalog, and nothing else would say so.
+			 */
+			log_warning("%s: ignoring note %s, which %s: its "
+				    "kernel is not listed",
+				    cubin, name, why);
 			c->bad_notes++;
 			continue;
 		}
