@@ -277,8 +277,11 @@ int config_parse_args(struct config *c, int argc, char **argv)
 	for (optind = 1; (opt = getopt_long(argc, argv, "l:s:k:c:w:dhV", opts,
 					    NULL)) != -1;) {
 		if (opt == 'c') {
-			snprintf(c->config_file, sizeof(c->config_file), "%s",
-				 optarg);
+			if (set_string(c->config_file, sizeof(c->config_file),
+				       optarg) < 0)
+				return log_error_errno(
+					-EINVAL, "Bad value for --config: '%s'",
+					optarg);
 			explicit_config = true;
 		} else if (opt == 'h') {
 			usage();
@@ -290,7 +293,14 @@ int config_parse_args(struct config *c, int argc, char **argv)
 			return -EINVAL;
 		}
 	}
-	if (explicit_config || access(c->config_file, R_OK) == 0) {
+	/*
+	 * The default file may be missing, and is then skipped; one that is
+	 * there but cannot be read (its mode, a link loop) is an error, as
+	 * it is with --config.  access(R_OK) skipped it without a word, and
+	 * gemmd ran without the settings it holds: on another address, say.
+	 */
+	if (explicit_config || access(c->config_file, F_OK) == 0 ||
+	    errno != ENOENT) {
 		r = config_load_file(c, c->config_file, err, sizeof(err));
 		if (r < 0)
 			return log_error_errno(r, "%s", err);

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-config - gemmd's settings: the default config file, --config and
+ * the flags over it, and the values each key refuses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+/* gemmd's, not the config.h of ./configure that -I finds first */
+#include "../daemon/config.h"
+
+static char dir[PATH_MAX];
+static char prog[] = "gemmd";
+
+/* dir/name, made to hold text unless text is NULL. */
+static const char *conf(const char *name, const char *text)
+{
+	static char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!text)
+		return path;
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	return path;
+}
+
+/*
+ * config_parse_args() on the defaults, with default_file as the config
+ * file gemmd looks for, and the flags in argv (NULL-terminated, of static
+ * strings: getopt keeps a pointer into the last one between calls).
+ */
+static int parse(struct config *c, const char *default_file, char **argv)
+{
+	int argc = 0;
+
+	config_defaults(c);
+	snprintf(c->config_file, sizeof(c->config_file), "%s", default_file);
+	while (argv[argc])
+		argc++;
+	return config_parse_args(c, argc, argv);
+}
+
+/*
+ * The default file is skipped only when it is not there: one that is
+ * there and cannot be read stops gemmd, as --config's would, rather than
+ * leave it running on other settings than the file's.
+ */
+static void test_default_file(void)
+{
+	static char empty_flag[] = "--config=";
+	char *none[] = { prog, NULL };
+	char *empty[] = { prog, empty_flag, NULL };
+	struct config c;
+	const char *p;
+
+	CHECK_EQ_INT(parse(&c, conf("missing.conf", NULL), none), 0);
+	CHECK_EQ_INT(c.max_kept, 100000);
+
+	p = conf("kept.conf", "max-kept = 7\n");
+	CHECK_EQ_INT(parse(&c, p, none), 0);
+	CHECK_EQ_INT(c.max_kept, 7);
+
+	/* an unknown key in the default file is an error too */
+	p = conf("unknown.conf", "max-keep = 7\n");
+	CHECK(parse(&c, p, none) < 0);
+
+	/* a link to nowhere is a file that is not there */
+	p = conf("dangling.conf", NULL);
+	CHECK_EQ_INT(symlink("nowhere.conf", p), 0);
+	CHECK_EQ_INT(parse(&c, p, none), 0);
+	unlink(p);
+
+	/* a link loop cannot be read, by root either */
+	p = conf("loop.conf", NULL);
+	CHECK_EQ_INT(symlink("loop.conf", p), 0);
+	CHECK_EQ_INT(parse(&c, p, none), -ELOOP);
+	unlink(p);
+
+	/* a file of mode 0 cannot be read, but by root */
+	p = conf("private.conf", "max-kept = 7\n");
+	CHECK_EQ_INT(chmod(p, 0), 0);
+	if (geteuid() != 0)
+		CHECK_EQ_INT(parse(&c, p, none), -EACCES);
+	unlink(p);
+
+	/* --config with no file is refused as such */
+	CHECK_EQ_INT(parse(&c, conf("kept.conf", NULL), empty), -EINVAL);
+	unlink(conf("kept.conf", NULL));
+	unlink(conf("unknown.conf", NULL));
+}
+
+/* The file, then the flags: each overrides the one before. */
+static void test_flags_over_file(void)
+{
+	static char listen_flag[] = "--listen=127.0.0.1:2";
+	static char config_flag[PATH_MAX + 64];
+	char *argv[] = { prog, config_flag, listen_flag, NULL };
+	struct config c;
+	const char *p;
+
+	p = conf("listen.conf", "listen = 127.0.0.1:1\nmax-queued = 3\n");
+	snprintf(config_flag, sizeof(config_flag), "--config=%s", p);
+	CHECK_EQ_INT(parse(&c, conf("missing.conf", NULL), argv), 0);
+	CHECK_STREQ(c.listen, "127.0.0.1:2");
+	CHECK_EQ_INT(c.max_queued, 3);
+	unlink(conf("listen.conf", NULL));
+}
+
+int main(void)
+{
+	check_tmp_path(dir, sizeof(dir), "gemmd-config-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
+	RUN_TEST(test_default_file);
+	RUN_TEST(test_flags_over_file);
+	rmdir(dir);
+	return check_exit();
+}
