@@ -114,7 +114,10 @@ static int set_uint(unsigned int *dst, const char *v)
 
 /*
  * A limit that 0 would turn into refusing everything: max-connections = 0
- * had gemmd say it was listening and leave every connection unanswered.
+ * had gemmd say it was listening and leave every connection unanswered,
+ * max-queued = 0 refused every job with 503 queue_full and a Retry-After
+ * of 1 (to be tried again at once, for ever) on idle GPUs, and
+ * max-body = 0 every POST with 413.
  */
 static int set_count(unsigned int *dst, const char *v)
 {
@@ -151,11 +154,11 @@ static int config_set(struct config *c, const char *key, const char *v)
 	if (!strcmp(key, "worker"))
 		return set_string(c->worker_path, sizeof(c->worker_path), v);
 	if (!strcmp(key, "max-queued"))
-		return set_uint(&c->max_queued, v);
+		return set_count(&c->max_queued, v);
 	if (!strcmp(key, "max-kept"))
 		return set_uint(&c->max_kept, v);
 	if (!strcmp(key, "max-body"))
-		return set_uint(&c->max_body, v);
+		return set_count(&c->max_body, v);
 	if (!strcmp(key, "max-wait"))
 		return parse_uint(v, CONFIG_WAIT_MAX, &c->max_wait);
 	if (!strcmp(key, "max-connections"))

@@ -115,6 +115,69 @@ static void test_flags_over_file(void)
 	unlink(conf("listen.conf", NULL));
 }
 
+/* "key = value" as the whole file: what config_load_file() makes of it. */
+static int load(struct config *c, const char *key, const char *value)
+{
+	char text[256], err[512];
+	int r;
+
+	snprintf(text, sizeof(text), "%s = %s\n", key, value);
+	config_defaults(c);
+	r = config_load_file(c, conf("one.conf", text), err, sizeof(err));
+	unlink(conf("one.conf", NULL));
+	/* a refusal names the file, the line and the key */
+	if (r < 0 && (!strstr(err, "one.conf:1: ") || !strstr(err, key))) {
+		fprintf(stderr, "  %s = %s: \"%s\"\n", key, value, err);
+		CHECK(0);
+	}
+	return r;
+}
+
+/*
+ * Whole numbers in range only, and 0 only where it means something:
+ * max-kept (keep no ended job), max-wait (hold no request) and
+ * worker-retry (never) take it; a limit that 0 would turn into refusing
+ * every connection, job or body does not.
+ */
+static void test_numbers(void)
+{
+	static const char *const keys[] = {
+		"max-queued",	      "max-kept",	 "max-body",
+		"max-wait",	      "max-connections", "per-ip-connections",
+		"connection-timeout", "job-timeout-max", "worker-start-timeout",
+		"worker-retry",
+	};
+	static const char *const bad[] = {
+		"",    "-1",  "+1",
+		" 1x", "1 2", "0x10",
+		"1e3", "1.5", "99999999999999999999"
+	};
+	static const char *const no_zero[] = { "max-queued", "max-body",
+					       "max-connections",
+					       "job-timeout-max",
+					       "worker-start-timeout" };
+	struct config c;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		CHECK_EQ_INT(load(&c, keys[i], "1"), 0);
+		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++)
+			CHECK_EQ_INT(load(&c, keys[i], bad[j]), -EINVAL);
+	}
+	for (i = 0; i < sizeof(no_zero) / sizeof(no_zero[0]); i++)
+		CHECK_EQ_INT(load(&c, no_zero[i], "0"), -EINVAL);
+	CHECK_EQ_INT(load(&c, "max-kept", "0"), 0);
+	CHECK_EQ_INT(c.max_kept, 0);
+	CHECK_EQ_INT(load(&c, "max-wait", "0"), 0);
+	CHECK_EQ_INT(load(&c, "worker-retry", "0"), 0);
+	CHECK_EQ_INT(load(&c, "max-wait", "3601"), -EINVAL);
+	CHECK_EQ_INT(load(&c, "job-timeout-max", "86401"), -EINVAL);
+	CHECK_EQ_INT(load(&c, "max-queued", "5"), 0);
+	CHECK_EQ_INT(c.max_queued, 5);
+	CHECK_EQ_INT(load(&c, "max-body", "5"), 0);
+	CHECK_EQ_INT(c.max_body, 5);
+}
+
 int main(void)
 {
 	check_tmp_path(dir, sizeof(dir), "gemmd-config-XXXXXX");
@@ -124,6 +187,7 @@ int main(void)
 	}
 	RUN_TEST(test_default_file);
 	RUN_TEST(test_flags_over_file);
+	RUN_TEST(test_numbers);
 	rmdir(dir);
 	return check_exit();
 }
