@@ -10,6 +10,7 @@
 #include "catalog.h"
 #include "node.h"
 #include "sha256.h"
+#include "util.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0"
@@ -30,14 +31,19 @@ static json_t *id_json(int (*get)(sd_id128_t, sd_id128_t *))
 	return json_string(sd_id128_to_string(id, buf));
 }
 
+/*
+ * The kernel takes any bytes as a hostname, jansson only UTF-8: a name
+ * that is not would leave gemmd without an identity, and so not start.
+ */
 static json_t *hostname_json(void)
 {
-	char buf[HOST_NAME_MAX + 1];
+	char buf[HOST_NAME_MAX + 1], text[4 * sizeof(buf)];
 
 	if (gethostname(buf, sizeof(buf)) < 0)
 		return json_null();
 	buf[sizeof(buf) - 1] = '\0';
-	return json_string(buf);
+	utf8_copy(text, sizeof(text), buf);
+	return json_string(text);
 }
 
 json_t *node_identity(void)
