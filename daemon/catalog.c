@@ -91,7 +91,14 @@ int catalog_add(struct catalog *c, const struct kernel_info *k)
 	return 0;
 }
 
+/*
+ * The most a note's count may say: /v1/kernels writes them as JSON
+ * integers through int, where anything larger would come out negative.
+ */
+#define NOTE_UINT_MAX INT_MAX
+
 /* Note v2: "cluster=8" (x * y CTAs); v1 spelt the shape, "cluster=1x1". */
+
 static int parse_cluster(const char *v, unsigned int *ret)
 {
 	unsigned int x = 0, y = 0;
@@ -199,15 +206,15 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 	} else if (strcmp(key, "tile") == 0) {
 		r = tile_parse(v, &k->tile);
 	} else if (strcmp(key, "threads") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->threads);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->threads);
 	} else if (strcmp(key, "smem_fixed") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->smem_fixed);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->smem_fixed);
 	} else if (strcmp(key, "smem_stage") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->smem_stage);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->smem_stage);
 	} else if (strcmp(key, "min_stages") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->min_stages);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->min_stages);
 	} else if (strcmp(key, "max_stages") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->max_stages);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->max_stages);
 	} else if (strcmp(key, "cluster") == 0) {
 		r = parse_cluster(v, &k->cluster_max);
 	} else if (strcmp(key, "persistent") == 0) {
@@ -219,7 +226,7 @@ static int kernel_info_set(struct kernel_info *k, const char *key,
 	} else if (strcmp(key, "epilogue") == 0) {
 		r = parse_list(v, gemm_epilogue_from_string, &k->epilogues);
 	} else if (strcmp(key, "smem_epilogue") == 0) {
-		r = parse_uint(v, UINT_MAX, &k->smem_epilogue);
+		r = parse_uint(v, NOTE_UINT_MAX, &k->smem_epilogue);
 	} else if (strcmp(key, "arch") == 0) {
 		r = parse_arch(v, k->arch, sizeof(k->arch));
 	}

@@ -113,6 +113,10 @@ static void test_note_v2(void)
 	CHECK(kernel_info_parse(NOTE "epilogue=,", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "out=bf16,fp64", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "smem_epilogue=-1", "x", &k) < 0);
+	CHECK_EQ_INT(
+		kernel_info_parse(NOTE "smem_epilogue=2147483647", "x", &k), 0);
+	CHECK(kernel_info_parse(NOTE "smem_epilogue=2147483648", "x", &k) < 0);
+	CHECK(kernel_info_parse(NOTE "threads=4294967295", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "arch=90", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "arch=sm_", "x", &k) < 0);
 	CHECK(kernel_info_parse(NOTE "dtype=fp32", "x", &k) < 0);
