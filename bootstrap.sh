@@ -120,12 +120,21 @@ do_format() {
 	echo "bootstrap: clean against .clang-format"
 }
 
+# healthz [CURL ARGS...]: gemmd's /healthz on the address install starts
+# it on.  Never through a proxy: curl takes http_proxy (set for apt on
+# many nodes) for 127.0.0.1 too, and the proxy's answer, or none, was
+# taken for gemmd's.  And at most 5 s: a server that takes the connection
+# and does not answer held the wait below for good.
+healthz() {
+	curl -s --noproxy '*' --max-time 5 "$@" http://127.0.0.1:8090/healthz
+}
+
 # Started in the background, gemmd listens only once its device probe is
 # done, which may take worker-start-timeout (60 s): wait 90 s.
 wait_healthy() {
 	i=0
 	while [ $i -lt 450 ]; do
-		curl -sf http://127.0.0.1:8090/healthz >/dev/null && return 0
+		healthz -f >/dev/null && return 0
 		sleep 0.2
 		i=$((i + 1))
 	done
@@ -174,7 +183,7 @@ do_install() {
 	fi
 	wait_healthy
 	echo "bootstrap: gemmd is serving on http://127.0.0.1:8090"
-	curl -s http://127.0.0.1:8090/healthz
+	healthz
 }
 
 case "${1:-}" in
