@@ -614,8 +614,11 @@ static void test_odd_files(void)
  * One kernel in several cubins, none named after it: the first by file
  * name is listed, whatever order readdir() gives, so that every node
  * with these files gives the same kernels_digest.  Sixteen of them, made
- * in reverse name order: neither creation order nor a hashed directory's
- * is then likely to be name order.
+ * in an order that is not name order either way round, and dup00 neither
+ * first nor last: readdir() on tmpfs gives the newest first, so files
+ * made in reverse name order came back in name order there and the test
+ * passed without a sort; a hashed directory's order is not likely to be
+ * name order either.
  */
 static void test_duplicate_order(void)
 {
@@ -628,8 +631,9 @@ static void test_duplicate_order(void)
 	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
 	check_tmp_path(dir, sizeof(dir), "gemmd-cat-XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
-	for (i = 15; i >= 0; i--) {
-		snprintf(file, sizeof(file), "dup%02d.cubin", i);
+	for (i = 0; i < 16; i++) {
+		/* dup03, dup10, dup01, dup08, ...: dup00 is made twelfth */
+		snprintf(file, sizeof(file), "dup%02d.cubin", (i * 7 + 3) % 16);
 		CHECK_EQ_INT(copy_file(src, dir, file), 0);
 	}
 	CHECK_EQ_INT(catalog_load(dir, &c), 0);
