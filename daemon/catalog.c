@@ -98,7 +98,6 @@ int catalog_add(struct catalog *c, const struct kernel_info *k)
 #define NOTE_UINT_MAX INT_MAX
 
 /* Note v2: "cluster=8" (x * y CTAs); v1 spelt the shape, "cluster=1x1". */
-
 static int parse_cluster(const char *v, unsigned int *ret)
 {
 	unsigned int x = 0, y = 0;
