@@ -135,9 +135,11 @@ static int load(struct config *c, const char *key, const char *value)
 
 /*
  * Whole numbers in range only, and 0 only where it means something:
- * max-kept (keep no ended job), max-wait (hold no request) and
- * worker-retry (never) take it; a limit that 0 would turn into refusing
- * every connection, job or body does not.
+ * max-kept (keep no ended job), max-wait (hold no request),
+ * worker-retry (never), per-ip-connections (no limit) and
+ * connection-timeout (never closed), as etc/gemmd.conf says, take it; a
+ * limit that 0 would turn into refusing every connection, job or body
+ * does not.
  */
 static void test_numbers(void)
 {
@@ -170,6 +172,10 @@ static void test_numbers(void)
 	CHECK_EQ_INT(c.max_kept, 0);
 	CHECK_EQ_INT(load(&c, "max-wait", "0"), 0);
 	CHECK_EQ_INT(load(&c, "worker-retry", "0"), 0);
+	CHECK_EQ_INT(load(&c, "per-ip-connections", "0"), 0);
+	CHECK_EQ_INT(c.per_ip_connections, 0);
+	CHECK_EQ_INT(load(&c, "connection-timeout", "0"), 0);
+	CHECK_EQ_INT(c.connection_timeout, 0);
 	CHECK_EQ_INT(load(&c, "max-wait", "3601"), -EINVAL);
 	CHECK_EQ_INT(load(&c, "job-timeout-max", "86401"), -EINVAL);
 	CHECK_EQ_INT(load(&c, "max-queued", "5"), 0);
