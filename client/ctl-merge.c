@@ -347,9 +347,10 @@ static const char *cubin_digest(const struct config *c, size_t s)
 /*
  * A kernel name is no promise of its code: a node built from another
  * commit may hold another cubin under it, and its rate is then not one
- * of this configuration's.  The first sweep that names a digest sets it;
- * one that passed with another is not counted as passed.  Sweeps whose
- * plans name none (gemmd read no cubin) are taken as they are.
+ * of this configuration's.  The first sweep that passed on a named
+ * cubin sets it (one that failed has no rate to compare with); one that
+ * passed on another is not counted as passed.  Sweeps whose plans name
+ * none (gemmd read no cubin) are taken as they are.
  */
 static void check_cubin(struct config *c, size_t n)
 {
@@ -358,12 +359,12 @@ static void check_cubin(struct config *c, size_t n)
 
 	for (s = 0; s < n; s++) {
 		d = cubin_digest(c, s);
-		if (!d)
+		if (!d || c->outcome[s] != OUTCOME_PASSED)
 			continue;
 		if (!want) {
 			want = d;
 			c->cubin_from = s;
-		} else if (strcmp(d, want) && c->outcome[s] == OUTCOME_PASSED) {
+		} else if (strcmp(d, want)) {
 			c->outcome[s] = OUTCOME_CUBIN;
 		}
 	}
