@@ -471,6 +471,9 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 			found++;
 		else if (r == -EEXIST)
 			keep_one(c, &k);
+		else /* over CATALOG_MAX, or out of memory: not silently */
+			log_warning("%s: kernel %s is not listed: %s", cubin,
+				    k.name, strerror(-r));
 	}
 	return found;
 }

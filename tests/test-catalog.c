@@ -389,16 +389,49 @@ static void test_wrapped_offset(void)
 }
 
 /*
+ * What the catalog logs, caught: stderr_catch() sends stderr to a file
+ * of its own and returns it (-1 on failure), stderr_release() puts
+ * stderr back and reads what was written into text.
+ */
+static int stderr_catch(int *saved)
+{
+	char log[PATH_MAX];
+	int fd;
+
+	check_tmp_path(log, sizeof(log), "gemmd-test-XXXXXX.log");
+	fd = mkstemps(log, 4);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return -1;
+	unlink(log);
+	fflush(stderr);
+	*saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	return fd;
+}
+
+static void stderr_release(int fd, int saved, char *text, size_t size)
+{
+	ssize_t got;
+
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	got = pread(fd, text, size - 1, 0);
+	text[got > 0 ? got : 0] = '\0';
+	close(fd);
+}
+
+/*
  * A note that does not parse (here it lacks "schedule") hides its kernel,
  * and gemmd says so at its usual log level, naming the cubin and note:
  * a debug line, which it was, left a kernel missing without a word.
  */
 static void test_bad_note(void)
 {
-	char log[PATH_MAX], text[4096] = "";
+	char text[4096] = "";
 	unsigned char *buf, *at;
 	size_t n = 0;
-	ssize_t got;
 	int fd, saved;
 
 	buf = load_cubin(&n);
@@ -406,34 +439,51 @@ static void test_bad_note(void)
 		return;
 	at = memmem(buf, n, " schedule=", 10);
 	CHECK(at != NULL);
-	if (!at) {
-		free(buf);
-		return;
-	}
-	at[1] = 'S';
-	check_tmp_path(log, sizeof(log), "gemmd-test-XXXXXX.log");
-	fd = mkstemps(log, 4);
-	CHECK(fd >= 0);
+	fd = at ? stderr_catch(&saved) : -1;
 	if (fd < 0) {
 		free(buf);
 		return;
 	}
-	fflush(stderr);
-	saved = dup(STDERR_FILENO);
-	dup2(fd, STDERR_FILENO);
+	at[1] = 'S';
 	CHECK_EQ_INT(read_cut(buf, n), 0);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	got = pread(fd, text, sizeof(text) - 1, 0);
-	text[got > 0 ? got : 0] = '\0';
-	close(fd);
-	unlink(log);
+	stderr_release(fd, saved, text, sizeof(text));
 	CHECK(strstr(text, "ignoring note gemmd_meta_gemmd_") != NULL);
 	CHECK(strstr(text, "does not parse") != NULL);
 	if (!strstr(text, "ignoring note"))
 		fprintf(stderr, "  logged: \"%s\"\n", text);
 	free(buf);
+}
+
+/*
+ * A catalog at its limit lists no more kernels, and says which it left
+ * out: they were dropped without a word.
+ */
+static void test_full_catalog(void)
+{
+	struct kernel_info k = { 0 };
+	char text[4096] = "", src[4096];
+	struct catalog *c = catalog_new();
+	unsigned int i;
+	int fd, saved;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	for (i = 0; i < 4096; i++) {
+		snprintf(k.name, sizeof(k.name), "filler_%u", i);
+		CHECK_EQ_INT(catalog_add(c, &k), 0);
+	}
+	snprintf(k.name, sizeof(k.name), "one_too_many");
+	CHECK_EQ_INT(catalog_add(c, &k), -E2BIG);
+	CHECK_EQ_INT(find_cubin(src, sizeof(src)), 0);
+	fd = stderr_catch(&saved);
+	if (fd >= 0) {
+		CHECK_EQ_INT(catalog_read_cubin(c, src), 0);
+		stderr_release(fd, saved, text, sizeof(text));
+		CHECK(strstr(text, "is not listed: ") != NULL);
+	}
+	CHECK_EQ_INT(catalog_size(c), 4096);
+	catalog_free(c);
 }
 
 /* The SM version the catalog reads from data as a cubin. */
@@ -659,6 +709,7 @@ int main(void)
 	RUN_TEST(test_corrupt);
 	RUN_TEST(test_wrapped_offset);
 	RUN_TEST(test_bad_note);
+	RUN_TEST(test_full_catalog);
 	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
 	RUN_TEST(test_duplicate_order);
