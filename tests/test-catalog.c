@@ -545,6 +545,45 @@ static int copy_file(const char *src, const char *dir, const char *name)
 	return r;
 }
 
+/* Write text (may be "") to dir/name. */
+static int write_text(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	r = fputs(text, f) < 0 ? -EIO : 0;
+	if (fclose(f) != 0 && !r)
+		r = -EIO;
+	return r;
+}
+
+/*
+ * The catalog of dir lists one kernel, name, from cubin, the other
+ * duplicates cubins holding it left out.
+ */
+static void check_listed_from(const char *dir, const char *name,
+			      const char *cubin, unsigned int duplicates)
+{
+	const struct kernel_info *k;
+	struct catalog *c = NULL;
+
+	CHECK_EQ_INT(catalog_load(dir, &c), 0);
+	if (!c)
+		return;
+	CHECK_EQ_INT(catalog_size(c), 1);
+	CHECK_EQ_INT(catalog_duplicates(c), duplicates);
+	k = catalog_find(c, name);
+	CHECK(k != NULL);
+	if (k)
+		CHECK_STREQ(k->cubin, cubin);
+	catalog_free(c);
+}
+
 /*
  * An older install's cubin beside the new one, holding the same kernel
  * (under a name of its own, sorting before and after it): the cubin
@@ -566,15 +605,8 @@ static void test_stale_duplicate(void)
 		     0);
 	for (size_t i = 0; i < 2; i++)
 		CHECK_EQ_INT(copy_file(src, dir, stale[i]), 0);
-	CHECK_EQ_INT(catalog_load(dir, &c), 0);
-	CHECK_EQ_INT(catalog_size(c), 1);
-	CHECK_EQ_INT(catalog_duplicates(c), 2);
-	k = catalog_find(c, name);
-	CHECK(k != NULL);
-	if (k)
-		CHECK_STREQ(k->cubin,
-			    "gemmd_cooperative_bf16_tn_128x256x64.cubin");
-	catalog_free(c);
+	check_listed_from(dir, name,
+			  "gemmd_cooperative_bf16_tn_128x256x64.cubin", 2);
 	/* in both orders, whatever readdir gave above */
 	for (size_t order = 0; order < 2; order++) {
 		c = catalog_new();
@@ -617,7 +649,6 @@ static void test_odd_files(void)
 	char dir[PATH_MAX], src[4096], path[PATH_MAX + 64];
 	struct catalog *c = NULL;
 	size_t i;
-	FILE *f;
 
 	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
 	check_tmp_path(dir, sizeof(dir), "gemmd-cat-XXXXXX");
@@ -631,18 +662,8 @@ static void test_odd_files(void)
 	CHECK_EQ_INT(symlink("nowhere.cubin", path), 0);
 	snprintf(path, sizeof(path), "%s/loop.cubin", dir);
 	CHECK_EQ_INT(symlink("loop.cubin", path), 0);
-	snprintf(path, sizeof(path), "%s/empty.cubin", dir);
-	f = fopen(path, "w");
-	CHECK(f != NULL);
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "%s/text.cubin", dir);
-	f = fopen(path, "w");
-	CHECK(f != NULL);
-	if (f) {
-		fputs("not an ELF file\n", f);
-		fclose(f);
-	}
+	CHECK_EQ_INT(write_text(dir, "empty.cubin", ""), 0);
+	CHECK_EQ_INT(write_text(dir, "text.cubin", "not an ELF file\n"), 0);
 	/* A hang fails the test here rather than at the suite's timeout. */
 	alarm(10);
 	CHECK_EQ_INT(catalog_load(dir, &c), 0);
@@ -674,8 +695,6 @@ static void test_duplicate_order(void)
 {
 	const char *name = "gemmd_cooperative_bf16_tn_128x256x64";
 	char dir[PATH_MAX], src[4096], file[32], path[PATH_MAX + 64];
-	const struct kernel_info *k;
-	struct catalog *c = NULL;
 	int i;
 
 	snprintf(src, sizeof(src), "%s/%s.cubin", kernel_dir(), name);
@@ -686,14 +705,7 @@ static void test_duplicate_order(void)
 		snprintf(file, sizeof(file), "dup%02d.cubin", (i * 7 + 3) % 16);
 		CHECK_EQ_INT(copy_file(src, dir, file), 0);
 	}
-	CHECK_EQ_INT(catalog_load(dir, &c), 0);
-	CHECK_EQ_INT(catalog_size(c), 1);
-	CHECK_EQ_INT(catalog_duplicates(c), 15);
-	k = catalog_find(c, name);
-	CHECK(k != NULL);
-	if (k)
-		CHECK_STREQ(k->cubin, "dup00.cubin");
-	catalog_free(c);
+	check_listed_from(dir, name, "dup00.cubin", 15);
 	for (i = 0; i < 16; i++) {
 		snprintf(path, sizeof(path), "%s/dup%02d.cubin", dir, i);
 		unlink(path);
