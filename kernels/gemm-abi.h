@@ -200,9 +200,9 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_places) == 392, "gemm_places layout");
  * The worker sets them only from its GEMMD_FAULT environment variable.
  *   EARLY_RELEASE  consumers release a slot as soon as its data has
  *                  arrived, before their wgmmas read it, so the producer
- *                  can overwrite operands still being read (the
- *                  warp-specialized SM90 kernels: ws, cooperative,
- *                  pingpong).
+ *                  can overwrite operands still being read (every SM90
+ *                  kernel: in interleaved, the warpgroups refill the
+ *                  slot of the k-tile whose wgmmas they just issued).
  */
 #define GEMMD_FAULT_EARLY_RELEASE 1u
 /*

@@ -137,6 +137,28 @@ il_load(const il_smem &sm, const CUtensorMap *tma_a, const CUtensorMap *tma_b,
 	tma_load_2d(a + Cfg::a_bytes, tma_b, k0, sm.n0, full);
 }
 
+/*
+ * GEMMD_FAULT_EARLY_RELEASE, a deliberate race for the fault-injection
+ * test: release the slot of the k-tile whose wgmmas were just issued,
+ * not the one before, so that its refill with k-tile `next` (0: none, K
+ * has no more) lands while those wgmmas may still read it.  The ring's
+ * bookkeeping stays whole (two releases per refilled use, every load of
+ * a k-tile < k_tiles and waited for), so the CTA ends cleanly and only
+ * the sums are wrong.
+ */
+template <typename Cfg>
+__device__ __forceinline__ void
+il_release_early(const il_smem &sm, const CUtensorMap *tma_a,
+		 const CUtensorMap *tma_b, bool leader, uint32_t slot,
+		 uint32_t next)
+{
+	if (next == 0)
+		return;
+	if (leader && (il_release(sm.released + 4 * slot) & 1) != 0)
+		il_load<Cfg>(sm, tma_a, tma_b, slot, next);
+	__syncwarp();
+}
+
 /* ---- epilogue ------------------------------------------------------------ */
 
 /*
@@ -371,6 +393,7 @@ __device__ __forceinline__ void il_gemm(const CUtensorMap *tma_a,
 	const uint32_t k_tiles = (args.k + BK - 1) / BK;
 	const uint32_t wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 	const bool leader = tid == 0;
+	const bool early = args.fault & GEMMD_FAULT_EARLY_RELEASE;
 	struct gemmd_sched sched;
 	uint32_t tile_m, tile_n;
 	il_smem sm;
@@ -442,6 +465,10 @@ __device__ __forceinline__ void il_gemm(const CUtensorMap *tma_a,
 					    (kt | kk) != 0);
 		wgmma_commit();
 		wgmma_fence_acc(acc);
+		if (early)
+			il_release_early<Cfg>(
+				sm, tma_a, tma_b, leader, slot,
+				kt + stages < k_tiles ? kt + stages : 0);
 		/*
 		 * Keep this k-tile's batch in flight; the previous one has
 		 * retired, so this warpgroup is done with its slot, whose
@@ -451,7 +478,7 @@ __device__ __forceinline__ void il_gemm(const CUtensorMap *tma_a,
 		 */
 		wgmma_wait<1>();
 		wgmma_fence_acc(acc);
-		if (kt > 0 && kt - 1 + stages < k_tiles) {
+		if (!early && kt > 0 && kt - 1 + stages < k_tiles) {
 			if (leader &&
 			    (il_release(sm.released + 4 * prev) & 1) != 0)
 				il_load<Cfg>(sm, tma_a, tma_b, prev,
