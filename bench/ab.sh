@@ -1,18 +1,19 @@
 #!/bin/sh
-# Kernel builds side by side on one GPU: this build's SM90 kernels against
+# Kernel builds side by side on one GPU: this build's GEMM kernels against
 # those of other git revisions, each served by its own gemmd, every job
 # asked of each in turn.  Every other round takes the daemons in reverse
 # order: the first one asked reads up to 1 us slow on small jobs
 # (docs/perf.md, 2026-11-22 session 5, run 8).
 #   bench/ab.sh BUILD_DIR JOBS_FILE REV...
 #   ROUNDS=4 bench/ab.sh ...                     (default 2)
-#   KERNELS='*_bf16_tn_* *_64x128x64' bench/ab.sh ... (only these SM90 cubins)
+#   KERNELS='*_bf16_tn_* *_64x128x64' bench/ab.sh ... (only these cubins)
 # JOBS_FILE holds one JSON job per line ("baseline": "cublas" adds
 # cuBLASLt's times; a second table gives TFLOP/s per watt and the SM
 # clock, where the worker reads them).  For each REV, kernels/ of that
-# revision is compiled with the build's nvcc flags into every SM90 cubin
-# the build has (or those whose name matches KERNELS: the others are left
-# out of its catalog); the rest of its catalog is the build's own.
+# revision is compiled with the build's nvcc flags into every GEMM cubin
+# the build has, of every schedule (or those whose name matches KERNELS:
+# the others are left out of its catalog); its reference kernel is the
+# build's own.
 # Where REV's worker differs from this tree's (the launch and the tensor
 # maps must match the kernels), REV is checked out beside and its gemmd
 # and worker (which must speak the same job JSON) built and used too.
@@ -59,27 +60,38 @@ wanted() {
 	return 1
 }
 
-# build_rev REV DIR: REV's SM90 kernels, the build's other cubins.
-build_rev() {
-	mkdir -p "$2/src" "$2/k"
-	cp "$build"/kernels/*.cubin "$2/k/"
-	rm -f "$2"/k/gemmd_ws_* "$2"/k/gemmd_cooperative_* \
-		"$2"/k/gemmd_pingpong_*
-	for f in sm90_gemm.cu common.cuh gemm-abi.h sched.cuh sm80.cuh; do
-		rev_file "$1" "$f" >"$2/src/$f"
-	done
-	for c in "$build"/kernels/gemmd_ws_*.cubin \
-		"$build"/kernels/gemmd_cooperative_*.cubin \
-		"$build"/kernels/gemmd_pingpong_*.cubin; do
+# gemm_cubins: the names of the build's GEMM cubins that KERNELS wants,
+# one a line, as "SCHED DTYPE LAYOUT BM BN BK" (every cubin but the
+# reference kernel's is one).
+gemm_cubins() {
+	for c in "$build"/kernels/gemmd_*.cubin; do
+		[ -e "$c" ] || continue
 		c=$(basename "$c" .cubin)
 		! wanted "$c" || echo "$c"
-	done | sed 's/^gemmd_\([a-z]*\)_\([a-z0-9]*\)_\([a-z]*\)_\([0-9]*\)x\([0-9]*\)x\([0-9]*\)$/\1 \2 \3 \4 \5 \6/' |
-		xargs -P "$(nproc)" -L 1 sh -c '
-			$0 -I"$1/src" -DGEMMD_SCHED=$2 -DGEMMD_DTYPE=$3 \
-				-DGEMMD_LAYOUT=$4 -DGEMMD_BM=$5 -DGEMMD_BN=$6 \
-				-DGEMMD_BK=$7 -cubin \
-				-o "$1/k/gemmd_$2_$3_$4_$5x$6x$7.cubin" \
-				"$1/src/sm90_gemm.cu"' "$nvcc_cmd" "$2"
+	done | sed -n 's/^gemmd_\([a-z]*\)_\([a-z0-9]*\)_\([a-z]*\)_\([0-9]*\)x\([0-9]*\)x\([0-9]*\)$/\1 \2 \3 \4 \5 \6/p'
+}
+
+# build_rev REV DIR: REV's GEMM kernels, the build's reference kernel.
+# The schedules live in four sources: ws, cooperative and pingpong in
+# sm90_gemm.cu, each other one in gemm_SCHED.cu, as Makefile.am builds
+# them.
+build_rev() {
+	mkdir -p "$2/src" "$2/k"
+	cp "$build"/kernels/reference.cubin "$2/k/"
+	for f in sm90_gemm.cu gemm_interleaved.cu gemm_multistage.cu \
+		gemm_pipelined.cu common.cuh gemm-abi.h sched.cuh sm80.cuh; do
+		rev_file "$1" "$f" >"$2/src/$f"
+	done
+	gemm_cubins | xargs -P "$(nproc)" -L 1 sh -c '
+		case $2 in
+		ws | cooperative | pingpong) src=sm90_gemm.cu ;;
+		*) src=gemm_$2.cu ;;
+		esac
+		$0 -I"$1/src" -DGEMMD_SCHED=$2 -DGEMMD_DTYPE=$3 \
+			-DGEMMD_LAYOUT=$4 -DGEMMD_BM=$5 -DGEMMD_BN=$6 \
+			-DGEMMD_BK=$7 -cubin \
+			-o "$1/k/gemmd_$2_$3_$4_$5x$6x$7.cubin" \
+			"$1/src/$src"' "$nvcc_cmd" "$2"
 }
 
 # daemon_rev REV DIR: the directory of the gemmd and worker to serve
@@ -114,17 +126,10 @@ start() {
 	echo "$url" >"$tmp/$1.url"
 }
 
-# A KERNELS that matches none of the build's SM90 cubins would compare
+# A KERNELS that matches none of the build's GEMM cubins would compare
 # catalogs with nothing of REV's in them.
-n_wanted=0
-for c in "$build"/kernels/gemmd_ws_*.cubin \
-	"$build"/kernels/gemmd_cooperative_*.cubin \
-	"$build"/kernels/gemmd_pingpong_*.cubin; do
-	[ -e "$c" ] || continue
-	! wanted "$(basename "$c" .cubin)" || n_wanted=$((n_wanted + 1))
-done
-[ "$n_wanted" -gt 0 ] || {
-	echo "ab.sh: no SM90 cubin of $build/kernels matches KERNELS='${KERNELS:-}'" >&2
+[ -n "$(gemm_cubins)" ] || {
+	echo "ab.sh: no GEMM cubin of $build/kernels matches KERNELS='${KERNELS:-}'" >&2
 	exit 2
 }
 
