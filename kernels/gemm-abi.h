@@ -200,11 +200,22 @@ GEMMD_STATIC_ASSERT(sizeof(struct gemm_places) == 392, "gemm_places layout");
  * The worker sets them only from its GEMMD_FAULT environment variable.
  *   EARLY_RELEASE  consumers release a slot as soon as its data has
  *                  arrived, before their wgmmas read it, so the producer
- *                  can overwrite operands still being read (every SM90
- *                  kernel: in interleaved, the warpgroups refill the
+ *                  can overwrite operands still being read (the SM90
+ *                  kernels: in interleaved, the warpgroups refill the
  *                  slot of the k-tile whose wgmmas they just issued).
+ *                  In multistage and pipelined, which have no mbarriers,
+ *                  the CTA barrier between k-tiles is left out, so a
+ *                  warp reads a slot before the other warps' copies into
+ *                  it have landed and refills one that they may still be
+ *                  reading.
+ *                  A kernel whose real entry would be slowed by a test
+ *                  of the bit (multistage) has the race in an entry of
+ *                  its own instead, its name followed by
+ *                  GEMMD_FAULT_ENTRY_SUFFIX, which the worker launches
+ *                  in the plain entry's place under this fault.
  */
 #define GEMMD_FAULT_EARLY_RELEASE 1u
+#define GEMMD_FAULT_ENTRY_SUFFIX "_unguarded"
 /*
  *   PLACEMENT_SKEW  not a bug but a stress, applied by the worker alone:
  *                  a placed launch is told that every SM is in group 0,
