@@ -597,11 +597,17 @@ static void print_device(const json_t *dev)
 static void print_node(const json_t *node)
 {
 	const char *host = ctl_jstr(node, "hostname");
+	const char *build = ctl_jstr(node, "build");
 
 	if (!json_is_object(node))
 		return;
-	field("node:", "%s (gemmd %s)", host ?: "-",
-	      ctl_jstr(node, "gemmd") ?: "-");
+	/* A gemmd older than node.build has only its version. */
+	if (build)
+		field("node:", "%s (gemmd %s, build %s)", host ?: "-",
+		      ctl_jstr(node, "gemmd") ?: "-", build);
+	else
+		field("node:", "%s (gemmd %s)", host ?: "-",
+		      ctl_jstr(node, "gemmd") ?: "-");
 }
 
 static void print_timing(const json_t *result)

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "paths.h"
 #include "util.h"
+#include "version.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0"
@@ -290,7 +291,8 @@ int config_parse_args(struct config *c, int argc, char **argv)
 			usage();
 			return 1;
 		} else if (opt == 'V') {
-			printf("gemmd %s\n", PACKAGE_VERSION);
+			printf("gemmd %s (build %s)\n", PACKAGE_VERSION,
+			       GEMMD_BUILD);
 			return 1;
 		} else if (opt == '?') {
 			return -EINVAL;

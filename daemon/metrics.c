@@ -47,9 +47,10 @@ static const char *jstr(const json_t *o, const char *key)
 static void write_info(FILE *f, const struct metrics_view *v)
 {
 	family(f, "gemmd_build_info", "gauge",
-	       "gemmd's version, node and kernel set; always 1.");
+	       "gemmd's version and build, node and kernel set; always 1.");
 	fputs("gemmd_build_info", f);
 	label(f, "{", "version", jstr(v->node, "gemmd"));
+	label(f, ",", "build", jstr(v->node, "build"));
 	label(f, ",", "hostname", jstr(v->node, "hostname"));
 	label(f, ",", "node_id", jstr(v->node, "id"));
 	label(f, ",", "kernels_digest", v->kernels_digest);

@@ -11,6 +11,7 @@
 #include "node.h"
 #include "sha256.h"
 #include "util.h"
+#include "version.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0"
@@ -48,10 +49,11 @@ static json_t *hostname_json(void)
 
 json_t *node_identity(void)
 {
-	return json_pack("{s:o, s:o, s:o, s:s}", "hostname", hostname_json(),
-			 "id", id_json(sd_id128_get_machine_app_specific),
-			 "boot_id", id_json(sd_id128_get_boot_app_specific),
-			 "gemmd", PACKAGE_VERSION);
+	return json_pack("{s:o, s:o, s:o, s:s, s:s}", "hostname",
+			 hostname_json(), "id",
+			 id_json(sd_id128_get_machine_app_specific), "boot_id",
+			 id_json(sd_id128_get_boot_app_specific), "gemmd",
+			 PACKAGE_VERSION, "build", GEMMD_BUILD);
 }
 
 json_t *node_kernels(const struct catalog *c)
