@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "util.h"
 
 static const char *log_ident = "gemmd";
 static int log_max_level = LOG_INFO;
@@ -54,11 +55,36 @@ int log_get_max_level(void)
 	return log_max_level;
 }
 
+/*
+ * Control characters written as \xNN.  A message may quote what gemmd
+ * did not write: a file name, a cubin's symbol, a worker's error.  A
+ * newline in one would end the line early, and in the journal's stream
+ * the next line could begin with a "<N>" priority of its own: a forged
+ * entry.
+ */
+static void log_escape(char *dst, size_t size, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t used = 0;
+
+	for (; *s && used + 1 < size; s++) {
+		if (*s >= 0x20 && *s != 0x7f) {
+			dst[used++] = *s;
+			continue;
+		}
+		if (used + 4 >= size)
+			break;
+		hex_escape(dst + used, *s);
+		used += 4;
+	}
+	dst[used] = '\0';
+}
+
 int log_internal(int level, int err, const char *file, int line,
 		 const char *func, const char *fmt, ...)
 {
 	int saved_errno = errno;
-	char msg[1024];
+	char raw[1024], msg[4 * sizeof(raw)];
 	va_list ap;
 
 	if (err < 0)
@@ -69,8 +95,9 @@ int log_internal(int level, int err, const char *file, int line,
 	/* Let %m in fmt name the error we were given, not a stale errno. */
 	errno = err;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	log_escape(msg, sizeof(msg), raw);
 
 	if (log_prefix_level)
 		fprintf(stderr, "<%d>", level);

@@ -179,9 +179,19 @@ static size_t utf8_char_len(const unsigned char *s)
 	return n;
 }
 
-size_t utf8_copy(char *dst, size_t size, const char *src)
+char *hex_escape(char *dst, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
+
+	dst[0] = '\\';
+	dst[1] = 'x';
+	dst[2] = hex[c >> 4];
+	dst[3] = hex[c & 15];
+	return dst + 4;
+}
+
+size_t utf8_copy(char *dst, size_t size, const char *src)
+{
 	const unsigned char *s = (const unsigned char *)src;
 	size_t used = 0, n;
 
@@ -192,10 +202,8 @@ size_t utf8_copy(char *dst, size_t size, const char *src)
 		if (!n) {
 			if (used + 4 >= size)
 				break;
-			dst[used++] = '\\';
-			dst[used++] = 'x';
-			dst[used++] = hex[*s >> 4];
-			dst[used++] = hex[*s & 15];
+			hex_escape(dst + used, *s);
+			used += 4;
 			n = 1;
 			continue;
 		}

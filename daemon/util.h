@@ -102,6 +102,8 @@ int parse_uint(const char *s, unsigned int max, unsigned int *ret);
  * Returns the length written.
  */
 size_t utf8_copy(char *dst, size_t size, const char *src);
+/* The four characters "\xNN" of byte c at dst; returns dst + 4. */
+char *hex_escape(char *dst, unsigned char c);
 /* printf into dst, then as utf8_copy(); output past 1 KiB is dropped. */
 size_t utf8_format(char *dst, size_t size, const char *fmt, ...) _printf_(3, 4);
 size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
