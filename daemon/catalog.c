@@ -364,22 +364,41 @@ static const char *elf_symbol_string(const struct elf_view *e,
 	return p;
 }
 
-static bool elf_has_function(const struct elf_view *e, const Elf64_Shdr *symtab,
-			     const char *name)
+static int cmp_str(const void *a, const void *b)
 {
-	const Elf64_Sym *syms =
-		(const Elf64_Sym *)(e->data + symtab->sh_offset);
-	size_t i, n = symtab->sh_size / sizeof(Elf64_Sym);
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
+/*
+ * The names of the functions among n symbols, sorted, in *ret (freed by
+ * the caller), their count in *count: the notes are looked up in it.  A
+ * scan of the table per note took time quadratic in the size of a
+ * crafted cubin, at every start.
+ */
+static int elf_functions(const struct elf_view *e, const Elf64_Sym *syms,
+			 size_t n, uint32_t strtab, const char ***ret,
+			 size_t *count)
+{
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+	size_t i, used = 0;
+
+	if (!names)
+		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		const char *sn =
-			elf_string(e, symtab->sh_link, syms[i].st_name);
+		const char *sn = elf_string(e, strtab, syms[i].st_name);
 
-		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && sn &&
-		    strcmp(sn, name) == 0)
-			return true;
+		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && sn)
+			names[used++] = sn;
 	}
-	return false;
+	qsort(names, used, sizeof(*names), cmp_str);
+	*ret = names;
+	*count = used;
+	return 0;
+}
+
+static bool has_function(const char **functions, size_t n, const char *name)
+{
+	return bsearch(&name, functions, n, sizeof(*functions), cmp_str);
 }
 
 /* Whether k's cubin is named after it, as this build installs kernels. */
@@ -423,8 +442,9 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 		       const Elf64_Shdr *symtab, const char *cubin,
 		       const char *digest)
 {
+	_cleanup_free_ const char **functions = NULL;
 	const Elf64_Sym *syms;
-	size_t i, n;
+	size_t i, n, n_functions;
 	int found = 0, r;
 
 	if (!in_file(e, symtab->sh_offset, symtab->sh_size) ||
@@ -432,6 +452,10 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 		return -ENOEXEC;
 	syms = (const Elf64_Sym *)(e->data + symtab->sh_offset);
 	n = symtab->sh_size / sizeof(Elf64_Sym);
+	r = elf_functions(e, syms, n, symtab->sh_link, &functions,
+			  &n_functions);
+	if (r < 0)
+		return r;
 
 	for (i = 0; i < n; i++) {
 		const char *name =
@@ -449,7 +473,7 @@ static int read_symtab(struct catalog *c, const struct elf_view *e,
 			why = "does not parse";
 		else if (strcmp(k.name, name + strlen(META_PREFIX)) != 0)
 			why = "names another kernel";
-		else if (!elf_has_function(e, symtab, k.name))
+		else if (!has_function(functions, n_functions, k.name))
 			why = "names a kernel the cubin has no entry for";
 		else
 			why = NULL;

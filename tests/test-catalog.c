@@ -455,6 +455,68 @@ static void test_bad_note(void)
 }
 
 /*
+ * Turn every function symbol of the cubin in buf into a data object:
+ * its notes then name kernels it has no entry for.  Returns how many.
+ */
+static int unmake_functions(unsigned char *buf, size_t n)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(buf + eh->e_shoff);
+	int changed = 0;
+	size_t i, j;
+
+	if (eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > n)
+		return 0;
+	for (i = 0; i < eh->e_shnum; i++) {
+		Elf64_Sym *sym = (Elf64_Sym *)(buf + sh[i].sh_offset);
+
+		if (sh[i].sh_type != SHT_SYMTAB ||
+		    sh[i].sh_offset + sh[i].sh_size > n)
+			continue;
+		for (j = 0; j < sh[i].sh_size / sizeof(*sym); j++) {
+			if (ELF64_ST_TYPE(sym[j].st_info) != STT_FUNC)
+				continue;
+			sym[j].st_info = ELF64_ST_INFO(
+				ELF64_ST_BIND(sym[j].st_info), STT_OBJECT);
+			changed++;
+		}
+	}
+	return changed;
+}
+
+/*
+ * A note is listed only where the cubin has the entry it names: with
+ * the functions gone, every note is refused, by name.  The entries are
+ * looked up in a sorted index of the functions (a scan per note was
+ * quadratic in a crafted cubin's size); the real cubins of
+ * test_real_cubins() find theirs in it.
+ */
+static void test_no_entry(void)
+{
+	char text[4096] = "";
+	unsigned char *buf;
+	size_t n = 0;
+	int fd, saved;
+
+	buf = load_cubin(&n);
+	if (!buf)
+		return;
+	CHECK(read_cut(buf, n) >= 1);
+	CHECK(unmake_functions(buf, n) >= 1);
+	fd = stderr_catch(&saved);
+	if (fd < 0) {
+		free(buf);
+		return;
+	}
+	CHECK_EQ_INT(read_cut(buf, n), 0);
+	stderr_release(fd, saved, text, sizeof(text));
+	CHECK(strstr(text, "ignoring note gemmd_meta_gemmd_") != NULL);
+	CHECK(strstr(text, "names a kernel the cubin has no entry for") !=
+	      NULL);
+	free(buf);
+}
+
+/*
  * A catalog at its limit lists no more kernels, and says which it left
  * out: they were dropped without a word.
  */
@@ -721,6 +783,7 @@ int main(void)
 	RUN_TEST(test_corrupt);
 	RUN_TEST(test_wrapped_offset);
 	RUN_TEST(test_bad_note);
+	RUN_TEST(test_no_entry);
 	RUN_TEST(test_full_catalog);
 	RUN_TEST(test_target);
 	RUN_TEST(test_stale_duplicate);
