@@ -1294,9 +1294,11 @@ static int run_function(struct run *r)
 	int e;
 
 	e = run_function_unguarded(r);
-	if (e == -ENOENT)
+	if (e == -ENOENT) {
+		r->err[0] = '\0'; /* the plain entry's error, if any */
 		e = function_get(r->g, p->cubin, p->digest, p->entry, &r->f,
 				 r->err, r->errlen);
+	}
 	if (!e)
 		e = CU(r, cuFuncSetAttribute, r->f,
 		       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
