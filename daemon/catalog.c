@@ -332,10 +332,15 @@ static const char *elf_string(const struct elf_view *e, size_t strtab,
 	s = &e->sh[strtab];
 	if (!in_file(e, s->sh_offset, s->sh_size) || off >= s->sh_size)
 		return NULL;
-	p = (const char *)e->data + s->sh_offset + off;
-	if (!memchr(p, '\0', s->sh_size - off))
+	/*
+	 * A table that ends in NUL ends every string in it: checked once a
+	 * name, a search to the end of the table per symbol made a crafted
+	 * cubin's start quadratic in its size.
+	 */
+	p = (const char *)e->data + s->sh_offset;
+	if (p[s->sh_size - 1] != '\0')
 		return NULL;
-	return p;
+	return p + off;
 }
 
 /* The bytes a symbol's value points at, as a NUL-terminated string. */
@@ -373,7 +378,9 @@ static int cmp_str(const void *a, const void *b)
  * The names of the functions among n symbols, sorted, in *ret (freed by
  * the caller), their count in *count: the notes are looked up in it.  A
  * scan of the table per note took time quadratic in the size of a
- * crafted cubin, at every start.
+ * crafted cubin, at every start.  Names too long for a kernel are left
+ * out: no note can name them, and sorting many long ones that differ
+ * only at the end would be slow again.
  */
 static int elf_functions(const struct elf_view *e, const Elf64_Sym *syms,
 			 size_t n, uint32_t strtab, const char ***ret,
@@ -387,7 +394,8 @@ static int elf_functions(const struct elf_view *e, const Elf64_Sym *syms,
 	for (i = 0; i < n; i++) {
 		const char *sn = elf_string(e, strtab, syms[i].st_name);
 
-		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && sn)
+		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && sn &&
+		    strnlen(sn, KERNEL_NAME_SIZE) < KERNEL_NAME_SIZE)
 			names[used++] = sn;
 	}
 	qsort(names, used, sizeof(*names), cmp_str);

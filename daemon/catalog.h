@@ -23,8 +23,11 @@
 /* Bit i of a mask stands for enum value i. */
 #define KERNEL_BIT(i) (1u << (i))
 
+/* A kernel's name, its NUL included, is at most this long. */
+#define KERNEL_NAME_SIZE 96
+
 struct kernel_info {
-	char name[96];
+	char name[KERNEL_NAME_SIZE];
 	char cubin[64];
 	enum gemm_schedule schedule;
 	enum gemm_dtype dtype; /* of A and B */
