@@ -151,12 +151,7 @@ void nofile_restore(void)
 		setrlimit(RLIMIT_NOFILE, &nofile_saved);
 }
 
-/*
- * The length of the UTF-8 character at s, 1 to 4, or 0 if s does not start
- * a valid one.  It reads no further than the first byte that is not a
- * continuation byte, so a character cut by the terminating NUL is invalid.
- */
-static size_t utf8_char_len(const unsigned char *s)
+size_t utf8_char_len(const unsigned char *s)
 {
 	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
 	uint32_t cp;

@@ -102,6 +102,12 @@ int parse_uint(const char *s, unsigned int max, unsigned int *ret);
  * Returns the length written.
  */
 size_t utf8_copy(char *dst, size_t size, const char *src);
+/*
+ * The length of the UTF-8 character at s, 1 to 4, or 0 if s does not start
+ * a valid one.  It reads no further than the first byte that is not a
+ * continuation byte, so a character cut by the terminating NUL is invalid.
+ */
+size_t utf8_char_len(const unsigned char *s);
 /* The four characters "\xNN" of byte c at dst; returns dst + 4. */
 char *hex_escape(char *dst, unsigned char c);
 /* printf into dst, then as utf8_copy(); output past 1 KiB is dropped. */

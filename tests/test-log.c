@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * test-log - what gemmd writes to its log: one line per message, control
- * characters from quoted names written as \xNN, so that nothing a file
- * name, a cubin or a worker says can end a line early or forge one.
+ * characters and bytes that are not UTF-8 from quoted names written as
+ * \xNN, so that nothing a file name, a cubin or a worker says can end a
+ * line early, forge one or turn a message into binary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,14 @@ static void test_plain(void)
 		"gemmd: note gemmd_ws_bf16_tn_128x256x64 \xc3\xa9: ignored\n");
 }
 
+/* Bytes that are not UTF-8 too: the journal would keep a blob. */
+static void test_not_utf8(void)
+{
+	CHECK_STREQ(logged("a\xff\x9b"
+			   "b\xc3"),
+		    "gemmd: note a\\xff\\x9bb\\xc3: ignored\n");
+}
+
 static void test_controls(void)
 {
 	CHECK_STREQ(logged("x\n<0>gemmd: forged\r\x1b[2J\x7f\t"),
@@ -83,6 +92,7 @@ int main(void)
 	close(fd);
 	RUN_TEST(test_plain);
 	RUN_TEST(test_controls);
+	RUN_TEST(test_not_utf8);
 	RUN_TEST(test_long);
 	unlink(path);
 	return check_exit();
