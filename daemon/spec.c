@@ -6,7 +6,9 @@
  * known fields, so an unknown or misspelt key is an error that names it
  * rather than something silently ignored.
  */
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -261,11 +263,24 @@ static int parse_alpha(json_t *v, const char *path, struct gemm_spec *spec,
 			  &spec->alpha, err);
 }
 
+/*
+ * The kernels take beta as a float.  One so small that it rounds to 0
+ * there would have C allocated, counted and planned for (no _packed
+ * entry) while the kernel never reads it: refused, so that a job times
+ * the kernel its numbers say.
+ */
 static int parse_beta(json_t *v, const char *path, struct gemm_spec *spec,
 		      struct gemmd_error *err)
 {
-	return get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX, &spec->beta,
-			  err);
+	int r = get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX,
+			   &spec->beta, err);
+
+	if (r < 0 || fabs(spec->beta) <= 0.0 || fabsf((float)spec->beta) > 0.0f)
+		return r;
+	return gemmd_error_set(err, 400, "out_of_range", path,
+			       "'%s' is %g, which is 0 as the kernels' fp32: "
+			       "give 0, or one of at least %g in size",
+			       path, spec->beta, (double)FLT_TRUE_MIN);
 }
 
 /*
