@@ -623,6 +623,14 @@ static uint64_t scratch_bytes(const struct kernel_info *k,
 	return n;
 }
 
+/* The largest of m, n and k, by name: the one to cut first. */
+static const char *largest_dim(const struct gemm_spec *spec)
+{
+	if (spec->m >= spec->n && spec->m >= spec->k)
+		return "m";
+	return spec->n >= spec->k ? "n" : "k";
+}
+
 static int check_memory(const struct kernel_info *k,
 			const struct gemm_spec *spec,
 			const struct device_limits *dev, unsigned int sm_count,
@@ -636,7 +644,7 @@ static int check_memory(const struct kernel_info *k,
 
 	if (need <= dev->memory_bytes)
 		return 0;
-	return gemmd_error_set(err, 422, "too_large", "m",
+	return gemmd_error_set(err, 422, "too_large", largest_dim(spec),
 			       "%llux%llux%llu needs %llu MiB of device "
 			       "memory; the device has %llu MiB",
 			       (unsigned long long)spec->m,

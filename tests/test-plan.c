@@ -645,6 +645,9 @@ static void test_refusals(void)
 		   "{\"cluster\":[2,2]}}",
 		   NULL, "kernel.cluster");
 	expect_422(c, "{\"m\":65536,\"n\":65536,\"k\":8192}", &small, "m");
+	/* the field named is the largest dimension, not always m */
+	expect_422(c, "{\"m\":64,\"n\":65536,\"k\":65536}", &small, "n");
+	expect_422(c, "{\"m\":512,\"n\":512,\"k\":1048576}", &small, "k");
 	expect_422(c,
 		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"nt\","
 		   "\"kernel\":{\"schedule\":\"pingpong\"}}",
