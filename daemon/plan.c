@@ -74,6 +74,47 @@ static bool kernel_offers(const struct kernel_info *k,
 	       spec->cluster_x * spec->cluster_y <= k->cluster_max;
 }
 
+/*
+ * The stages of k that fit in smem_limit beside extra epilogue bytes, up
+ * to what it is built for; unlimited: not capped by max_stages.
+ */
+static unsigned int stages_fit(const struct kernel_info *k, unsigned int extra,
+			       unsigned int smem_limit, bool unlimited)
+{
+	uint64_t fixed = (uint64_t)k->smem_fixed + extra;
+	uint64_t n;
+
+	if (smem_limit <= fixed)
+		return 0;
+	n = (smem_limit - fixed) / k->smem_stage;
+	if (!unlimited)
+		n = MIN(n, (uint64_t)k->max_stages);
+	return (unsigned int)MIN(n, (uint64_t)UINT32_MAX);
+}
+
+static unsigned int stages_that_fit(const struct kernel_info *k,
+				    unsigned int extra, unsigned int smem_limit)
+{
+	return stages_fit(k, extra, smem_limit, false);
+}
+
+/*
+ * Whether k can run the stages the job asked for (any, where it asked
+ * for none): with the tma epilogue's bytes where the job names it, else
+ * with direct stores, which "auto" falls back to.
+ */
+static bool kernel_takes_stages(const struct kernel_info *k,
+				const struct gemm_spec *spec,
+				unsigned int smem_limit)
+{
+	unsigned int extra =
+		spec->epilogue == GEMM_EPILOGUE_TMA ? k->smem_epilogue : 0;
+
+	return !spec->stages ||
+	       (spec->stages >= k->min_stages &&
+		spec->stages <= stages_that_fit(k, extra, smem_limit));
+}
+
 static uint64_t tiles_of(const struct kernel_info *k,
 			 const struct gemm_spec *spec)
 {
@@ -84,10 +125,13 @@ static uint64_t tiles_of(const struct kernel_info *k,
 /*
  * With no tile asked for, take the largest tile that still gives every SM
  * a CTA; when none does (a small problem), the one with the most CTAs.
+ * Where the job asked for a stage count, only among the kernels that can
+ * run it (any_stages false); where none can, pick_stages() refuses the
+ * one picked regardless (any_stages true), naming its limit.
  */
-static const struct kernel_info *pick_kernel(const struct catalog *cat,
-					     const struct gemm_spec *spec,
-					     unsigned int sm_count)
+static const struct kernel_info *
+pick_kernel(const struct catalog *cat, const struct gemm_spec *spec,
+	    unsigned int sm_count, unsigned int smem_limit, bool any_stages)
 {
 	const struct kernel_info *best = NULL;
 	size_t i;
@@ -97,7 +141,8 @@ static const struct kernel_info *pick_kernel(const struct catalog *cat,
 		uint64_t area, best_area;
 		bool fills, best_fills;
 
-		if (!kernel_matches(k, spec) || !kernel_offers(k, spec))
+		if (!kernel_matches(k, spec) || !kernel_offers(k, spec) ||
+		    (!any_stages && !kernel_takes_stages(k, spec, smem_limit)))
 			continue;
 		if (!best) {
 			best = k;
@@ -231,18 +276,6 @@ static unsigned int smem_bytes(const struct kernel_info *k,
 	return ring + epi;
 }
 
-static unsigned int stages_that_fit(const struct kernel_info *k,
-				    unsigned int extra, unsigned int smem_limit)
-{
-	uint64_t fixed = (uint64_t)k->smem_fixed + extra;
-	uint64_t n;
-
-	if (smem_limit <= fixed)
-		return 0;
-	n = (smem_limit - fixed) / k->smem_stage;
-	return (unsigned int)MIN(n, (uint64_t)k->max_stages);
-}
-
 /* The tma epilogue stores rows of D with TMA: 16-byte aligned rows. */
 static bool tma_rows_ok(const struct gemm_spec *spec)
 {
@@ -332,6 +365,12 @@ static int pick_stages(const struct kernel_info *k,
 			"fewest stages, %u of %u bytes, beside %u fixed%s",
 			k->name, smem_limit, k->min_stages, k->smem_stage,
 			k->smem_fixed, beside);
+	if (stages > fit && stages > k->max_stages &&
+	    stages <= stages_fit(k, extra, smem_limit, true))
+		return gemmd_error_set(err, 422, "unsupported", "kernel.stages",
+				       "%s is built for at most %u stages, "
+				       "got %u",
+				       k->name, k->max_stages, stages);
 	if (stages > fit)
 		return gemmd_error_set(
 			err, 422, "unsupported", "kernel.stages",
@@ -841,7 +880,9 @@ int plan_resolve(const struct catalog *cat, const struct gemm_spec *spec,
 		r = check_occupancy(spec, err);
 	if (r < 0)
 		return r;
-	k = pick_kernel(cat, spec, sm_count);
+	k = pick_kernel(cat, spec, sm_count, smem_limit, false);
+	if (!k)
+		k = pick_kernel(cat, spec, sm_count, smem_limit, true);
 	if (!k)
 		return no_kernel(cat, spec, err);
 	s.epilogue = pick_epilogue(k, spec, smem_limit);

@@ -128,6 +128,18 @@ static void expect_plan(const struct catalog *c, const char *body,
 			err.message);
 }
 
+static void expect_kernel(const struct catalog *c, const char *body,
+			  const struct device_limits *dev, struct gemm_plan *p,
+			  const char *kernel)
+{
+	expect_plan(c, body, dev, p);
+	CHECK_STREQ(p->kernel, kernel);
+}
+
+/* A 4096^3 job with these members of "kernel". */
+#define JOB_4K(kernel) \
+	"{\"m\":4096,\"n\":4096,\"k\":4096,\"kernel\":{" kernel "}}"
+
 static void test_geometry(void)
 {
 	struct catalog *c = make_catalog();
@@ -617,6 +629,42 @@ static void test_auto_choice(void)
 			  NULL, &p, &err),
 		     0);
 	CHECK_STREQ(p.kernel, "k_fp16_128");
+	catalog_free(c);
+}
+
+/*
+ * Stages asked for without a tile pick among the tiles that can run
+ * them: the largest ws tile takes at most 4, the 128x128 one 7.  Where
+ * no tile can, the refusal names the picked one's limit; where the
+ * limit is what the kernel is built for, not shared memory, it says so.
+ */
+static void test_stages_pick(void)
+{
+	struct catalog *c = make_catalog();
+	struct device_limits dev = { .sm_count = 132, .smem_optin = 232448 };
+	struct gemmd_error err;
+	struct gemm_plan p;
+
+	expect_kernel(c, JOB_4K("\"schedule\":\"ws\""), &dev, &p, "k_bf16_256");
+	expect_kernel(c, JOB_4K("\"schedule\":\"ws\",\"stages\":6"), &dev, &p,
+		      "k_bf16_128");
+	CHECK_EQ_INT(p.stages, 6);
+	/* with tma, 6 fit beside the staging buffers of 128x128 alone */
+	expect_kernel(c,
+		      JOB_4K("\"schedule\":\"ws\",\"stages\":6,"
+			     "\"epilogue\":\"tma\""),
+		      &dev, &p, "k_bf16_128");
+	/* 8: no ws tile is built for so many; named for the largest */
+	expect_422(c, JOB_4K("\"schedule\":\"ws\",\"stages\":8"), &dev,
+		   "kernel.stages");
+	/* multistage: 16 KB stages, so 9 fit; it is built for 8 */
+	CHECK(plan(c,
+		   "{\"m\":512,\"n\":512,\"k\":512,\"layout\":\"nt\","
+		   "\"kernel\":{\"schedule\":\"multistage\",\"stages\":9}}",
+		   &dev, &p, &err) < 0);
+	CHECK_STREQ(err.field, "kernel.stages");
+	CHECK(strstr(err.message, "is built for at most 8 stages, got 9") !=
+	      NULL);
 	catalog_free(c);
 }
 
@@ -1576,6 +1624,7 @@ int main(void)
 	RUN_TEST(test_order);
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
+	RUN_TEST(test_stages_pick);
 	RUN_TEST(test_decomposition);
 	RUN_TEST(test_placement);
 	RUN_TEST(test_occupancy);
