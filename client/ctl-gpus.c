@@ -9,6 +9,7 @@
  * check.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,21 +42,22 @@ struct gpus {
 static int get_devices(struct gpus *g)
 {
 	json_t *devices = NULL;
-	size_t i;
+	size_t i, n;
 	int r;
 
 	r = ctl_devices(g->http, &devices);
 	if (r != CTL_EXIT_OK)
 		return r;
-	g->n = json_array_size(devices);
-	if (!g->n) {
+	n = json_array_size(devices);
+	if (!n) {
 		fprintf(stderr, "gemmctl: gpus: gemmd at %s has no GPU\n",
 			g->http->url);
 		json_decref(devices);
 		return CTL_EXIT_ERROR;
 	}
-	g->runs = calloc(g->n, sizeof(*g->runs));
-	for (i = 0; g->runs && i < g->n; i++)
+	g->runs = calloc(n, sizeof(*g->runs));
+	g->n = g->runs ? n : 0; /* gpus_done() walks them */
+	for (i = 0; i < g->n; i++)
 		g->runs[i].device = json_incref(json_array_get(devices, i));
 	json_decref(devices);
 	return g->runs ? CTL_EXIT_OK : -ENOMEM;
@@ -86,7 +88,11 @@ out:
 	return r;
 }
 
-/* Seconds the next wait may hold; 0 once the deadline has passed. */
+/*
+ * Seconds the next wait may hold; 0 once the deadline has passed.  Up,
+ * not down: down, --wait N gave up about a second early, and --wait 1
+ * at once.
+ */
 static long wait_for(const struct gpus *g)
 {
 	double left;
@@ -94,9 +100,9 @@ static long wait_for(const struct gpus *g)
 	if (!g->has_deadline)
 		return GPUS_POLL_S;
 	left = g->deadline - ctl_now_s();
-	if (left < 1)
+	if (left <= 0)
 		return 0;
-	return MIN((long)left, GPUS_POLL_S);
+	return MIN((long)ceil(left), GPUS_POLL_S);
 }
 
 static char *job_path(const json_t *job, const char *suffix)
