@@ -1009,7 +1009,6 @@ static int sweep(struct tune *t)
 	if (r != CTL_EXIT_OK)
 		return r;
 	t->backoff_s = BACKOFF_MIN_S;
-	make_sweep_id(t);
 	if (t->opts->verbose)
 		fprintf(stderr,
 			"gemmctl: tune: candidate N is sent with "
@@ -1327,6 +1326,13 @@ int ctl_tune(const struct ctl_http *http, const struct ctl_tune_opts *opts,
 		r = enumerate(&t);
 	if (r == CTL_EXIT_OK)
 		r = dry_run_all(&t);
+	/*
+	 * Every tune that is not a dry run has an id, also where gemmd's
+	 * planner refused every candidate: merge takes a null one for a dry
+	 * run, and refused the whole fleet's merge for that node.
+	 */
+	if (!opts->dry_run)
+		make_sweep_id(&t);
 	if (r == CTL_EXIT_OK && !opts->dry_run && any_valid(&t))
 		r = sweep(&t);
 	if (r == CTL_EXIT_OK)
