@@ -802,7 +802,10 @@ static int poll_all(struct tune *t)
 /*
  * The job a POST that got no answer may have made for candidate i,
  * looked up by its key: the job, or NULL where there is none.
- * *ret_known is false where gemmd could not say.
+ * *ret_known is false where gemmd could not say.  A job is taken only
+ * where it carries the key: a gemmd or proxy that dropped the query
+ * would answer with every job, and the first, another's, would be
+ * cancelled or ranked as this candidate.
  */
 static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 			size_t i, bool *ret_known)
@@ -821,7 +824,8 @@ static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 	json_decref(root);
 	ctl_reply_done(&reply);
 	free(path);
-	if (job && !ctl_jstr(job, "id")) {
+	if (job && (!ctl_jstr(job, "id") || !ctl_jstr(job, "idempotency_key") ||
+		    strcmp(ctl_jstr(job, "idempotency_key"), key))) {
 		json_decref(job);
 		job = NULL;
 	}

@@ -23,6 +23,8 @@ odd_post:N answers the Nth POST that is not a dry run with a 202 whose
 body is not a job, without asking gemmd.  late_delete holds every
 DELETE /v1/jobs/ID until gemmd's job ID has ended and only then hands
 it on, as when a job ends in the moment the client cancels it.
+no_key_query hands GET /v1/jobs?idempotency_key=KEY on without its
+query, as a proxy that drops it would: gemmd answers with every job.
 
   fault-proxy.py UPSTREAM_URL PORT_FILE RULE...
 
@@ -49,9 +51,10 @@ class Proxy(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
         self.late_delete = "late_delete" in rules
+        self.no_key_query = "no_key_query" in rules
         self.rules = [r for r in rules
                       if not r.startswith(("drop_", "fail_dry:", "odd_post:",
-                                           "late_delete"))]
+                                           "late_delete", "no_key_query"))]
         self.drops = {r for r in rules
                       if r.startswith(("drop_", "fail_", "odd_"))}
         self.posts = {"drop_post": 0, "drop_dry": 0}
@@ -157,6 +160,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.upstream_get(self.path + "?wait=60")
             print("fault-proxy: %s %s -> held until the job ended" %
                   (self.command, self.path), file=sys.stderr, flush=True)
+        if (self.server.no_key_query and self.command == "GET" and
+                self.path.startswith("/v1/jobs?idempotency_key=")):
+            print("fault-proxy: %s %s -> its query dropped" %
+                  (self.command, self.path), file=sys.stderr, flush=True)
+            self.path = "/v1/jobs"
         rule = self.server.rule_for(self.path)
         if rule == "drop":
             print("fault-proxy: %s %s -> dropped" % (self.command, self.path),
