@@ -317,7 +317,9 @@ int ctl_gpus(const struct ctl_http *http, const struct ctl_gpus_opts *opts,
 		r = report(&g, &ok);
 	gpus_done(&g);
 	if (r < 0) {
-		fprintf(stderr, "gemmctl: gpus: %s\n", strerror(-r));
+		/* a write error is told at exit (close_stdout) */
+		if (r != -EIO)
+			fprintf(stderr, "gemmctl: gpus: %s\n", strerror(-r));
 		return CTL_EXIT_ERROR;
 	}
 	if (r == CTL_EXIT_OK && !ok)

@@ -1264,11 +1264,18 @@ void ctl_print_object(json_t *obj)
 
 /* --- documents of our own ------------------------------------------------- */
 
+/*
+ * -ENOMEM where there is no document, -EIO where stdout took it not:
+ * gemmctl's exit reports that write error itself ("write error"), so it
+ * is not to be told as out of memory.
+ */
 int ctl_print_doc(const json_t *doc)
 {
-	if (!doc || json_dumpf(doc, stdout,
-			       JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0)
+	if (!doc)
 		return -ENOMEM;
+	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) <
+	    0)
+		return -EIO;
 	putchar('\n');
 	return 0;
 }

@@ -1279,7 +1279,8 @@ out:
 	json_decref(ranking);
 	json_decref(failed);
 	if (r < 0) {
-		oom();
+		if (r == -ENOMEM)
+			oom();
 		return CTL_EXIT_ERROR;
 	}
 	if (!any)
