@@ -915,6 +915,21 @@ static const struct ctl_shape jobs_shape = { "a job list", "jobs", JSON_ARRAY };
  * already fetched would never end: gemmd's pages only go forward, so
  * such a reply is an error, not a loop.
  */
+/*
+ * Whether a page's "next" is a path of gemmd's, to be put after --url:
+ * a URL of its own, or a character that is no URL's, would have made
+ * libcurl refuse the joined URL, reported as a bad --url (exit 2).
+ */
+static bool is_page_path(const char *next)
+{
+	if (next[0] != '/' || next[1] == '/')
+		return false;
+	for (; *next; next++)
+		if (*next <= ' ' || *next >= 0x7f)
+			return false;
+	return true;
+}
+
 static int fetch_pages(struct ctl *ctl, char *path, json_t *all)
 {
 	json_t *page = NULL, *seen = json_object();
@@ -932,6 +947,12 @@ static int fetch_pages(struct ctl *ctl, char *path, json_t *all)
 		next = json_string_value(json_object_get(page, "next"));
 		if (json_array_extend(all, json_object_get(page, "jobs")) < 0) {
 			r = oom();
+		} else if (next && !is_page_path(next)) {
+			fprintf(stderr,
+				"gemmctl: GET %s%s: next page is not a path "
+				"of gemmd's\n",
+				ctl->http.url, path);
+			r = CTL_EXIT_ERROR;
 		} else if (next && json_object_get(seen, next)) {
 			fprintf(stderr,
 				"gemmctl: GET %s%s: next page is %s, "
