@@ -87,12 +87,19 @@ static const unsigned int cluster_shapes[][2] = {
 	{ 4, 2 }, { 2, 4 }, { 1, 8 }, { 8, 2 }, { 4, 4 }, { 2, 8 },
 };
 
+/* The signal that stops the sweep, 0 before one comes. */
 static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
 {
-	interrupted = 1;
+	interrupted = sig;
 }
+
+/*
+ * Ctrl-C, and the signals a batch scheduler, timeout(1) or a closed ssh
+ * session end a sweep with: each cancels the jobs in flight.
+ */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
 
 static int oom(void)
 {
@@ -1000,13 +1007,15 @@ static void make_sweep_id(struct tune *t)
 
 /*
  * Runs the valid candidates, at most max_inflight queued or running at
- * once.  SIGINT (once: a second one kills) cancels what is in flight.
+ * once.  SIGINT, SIGTERM or SIGHUP (once: a second one kills) cancels
+ * what is in flight; the exit status is then 128 + the signal, as a
+ * shell reports a process the signal ended.
  */
 static int sweep(struct tune *t)
 {
 	struct sigaction sa = { .sa_handler = on_sigint };
-	struct sigaction old;
-	size_t n;
+	struct sigaction old[ARRAY_SIZE(stop_signals)];
+	size_t i, n;
 	int r;
 
 	r = set_max_inflight(t);
@@ -1021,13 +1030,15 @@ static int sweep(struct tune *t)
 	if (t->opts->wait_s)
 		t->deadline = ctl_now_s() + (double)t->opts->wait_s;
 	interrupted = 0;
-	/* once: a second SIGINT kills, cancelling nothing */
+	/* once: a second signal kills, cancelling nothing */
 	sa.sa_flags = (int)SA_RESETHAND;
 	sigemptyset(&sa.sa_mask);
-	/* ignored, as in a script's background job: stays so */
-	sigaction(SIGINT, NULL, &old);
-	if (old.sa_handler != SIG_IGN)
-		sigaction(SIGINT, &sa, NULL);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++) {
+		/* ignored, as SIGINT in a script's background job: stays so */
+		sigaction(stop_signals[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(stop_signals[i], &sa, NULL);
+	}
 	t->http.stop = &interrupted;
 
 	r = sweep_loop(t);
@@ -1035,12 +1046,13 @@ static int sweep(struct tune *t)
 		n = cancel_inflight(t, "cancelled: interrupted");
 		fprintf(stderr, "gemmctl: interrupted: %zu job(s) cancelled\n",
 			n);
-		r = CTL_EXIT_INTERRUPTED;
+		r = interrupted ? 128 + interrupted : CTL_EXIT_INTERRUPTED;
 	} else if (r != CTL_EXIT_OK && r != CTL_EXIT_UNREACHABLE) {
 		cancel_inflight(t, "cancelled");
 	}
 	t->http.stop = NULL;
-	sigaction(SIGINT, &old, NULL);
+	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
+		sigaction(stop_signals[i], &old[i], NULL);
 	return r;
 }
 

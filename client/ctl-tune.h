@@ -28,7 +28,8 @@ struct ctl_tune_opts {
  * Tunes the base job, an object (a reference is taken).
  * Returns an exit status (enum ctl_exit): CTL_EXIT_OK when a candidate
  * passed (or, with --dry-run, was valid), CTL_EXIT_ERROR when none did or
- * gemmd refused the base job, CTL_EXIT_INTERRUPTED after SIGINT.
+ * gemmd refused the base job, 128 + the signal after SIGINT
+ * (CTL_EXIT_INTERRUPTED), SIGTERM or SIGHUP.
  */
 int ctl_tune(const struct ctl_http *http, const struct ctl_tune_opts *opts,
 	     json_t *base);
