@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXIT_TEST_SKIP 77
 
@@ -64,6 +65,40 @@ static inline char *check_tmp_path(char *buf, size_t size, const char *name)
 
 	snprintf(buf, size, "%s/%s", dir && *dir ? dir : "/tmp", name);
 	return buf;
+}
+
+/*
+ * What the code under test logs, caught: stderr_catch() sends stderr to
+ * a file of its own and returns it (-1 on failure), stderr_release()
+ * puts stderr back and reads what was written into text.
+ */
+static inline int stderr_catch(int *saved)
+{
+	char log[PATH_MAX];
+	int fd;
+
+	check_tmp_path(log, sizeof(log), "gemmd-test-XXXXXX.log");
+	fd = mkstemps(log, 4);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return -1;
+	unlink(log);
+	fflush(stderr);
+	*saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	return fd;
+}
+
+static inline void stderr_release(int fd, int saved, char *text, size_t size)
+{
+	ssize_t got;
+
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	got = pread(fd, text, size - 1, 0);
+	text[got > 0 ? got : 0] = '\0';
+	close(fd);
 }
 
 static inline int check_exit(void)

@@ -389,40 +389,6 @@ static void test_wrapped_offset(void)
 }
 
 /*
- * What the catalog logs, caught: stderr_catch() sends stderr to a file
- * of its own and returns it (-1 on failure), stderr_release() puts
- * stderr back and reads what was written into text.
- */
-static int stderr_catch(int *saved)
-{
-	char log[PATH_MAX];
-	int fd;
-
-	check_tmp_path(log, sizeof(log), "gemmd-test-XXXXXX.log");
-	fd = mkstemps(log, 4);
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return -1;
-	unlink(log);
-	fflush(stderr);
-	*saved = dup(STDERR_FILENO);
-	dup2(fd, STDERR_FILENO);
-	return fd;
-}
-
-static void stderr_release(int fd, int saved, char *text, size_t size)
-{
-	ssize_t got;
-
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	got = pread(fd, text, size - 1, 0);
-	text[got > 0 ? got : 0] = '\0';
-	close(fd);
-}
-
-/*
  * A note that does not parse (here it lacks "schedule") hides its kernel,
  * and gemmd says so at its usual log level, naming the cubin and note:
  * a debug line, which it was, left a kernel missing without a word.

@@ -5,37 +5,22 @@
  * \xNN, so that nothing a file name, a cubin or a worker says can end a
  * line early, forge one or turn a message into binary.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "log.h"
 
-static char path[PATH_MAX];
-
-/* What one log_warning() of text writes to stderr, or NULL. */
-static char *logged(const char *text)
+/* What one log_warning() of text writes to stderr ("" on failure). */
+static const char *logged(const char *text)
 {
 	static char buf[8192];
 	int fd, saved;
-	ssize_t n;
 
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	buf[0] = '\0';
+	fd = stderr_catch(&saved);
 	if (fd < 0)
-		return NULL;
-	fflush(stderr);
-	saved = dup(STDERR_FILENO);
-	dup2(fd, STDERR_FILENO);
+		return buf;
 	log_warning("note %s: ignored", text);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
+	stderr_release(fd, saved, buf, sizeof(buf));
 	return buf;
 }
 
@@ -64,36 +49,24 @@ static void test_controls(void)
 /* A message of nothing but controls still fits, cut, on one line. */
 static void test_long(void)
 {
-	char text[1100], *out;
+	char text[1100];
+	const char *out;
 
 	memset(text, '\n', sizeof(text) - 1);
 	text[sizeof(text) - 1] = '\0';
 	out = logged(text);
-	CHECK(out != NULL);
-	if (!out)
-		return;
 	CHECK(strncmp(out, "gemmd: note \\x0a\\x0a", 20) == 0);
 	CHECK(strchr(out, '\n') == out + strlen(out) - 1);
 }
 
 int main(void)
 {
-	int fd;
-
 	unsetenv("JOURNAL_STREAM");
 	unsetenv("GEMMD_LOG_LEVEL");
 	log_setup("gemmd");
-	check_tmp_path(path, sizeof(path), "gemmd-log-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0) {
-		perror("mkstemp");
-		return EXIT_FAILURE;
-	}
-	close(fd);
 	RUN_TEST(test_plain);
 	RUN_TEST(test_controls);
 	RUN_TEST(test_not_utf8);
 	RUN_TEST(test_long);
-	unlink(path);
 	return check_exit();
 }
