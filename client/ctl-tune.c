@@ -936,6 +936,47 @@ static size_t cancel_inflight(struct tune *t, const char *why)
 	return n + cancel_lost(t, &http, why);
 }
 
+/* Each DELETE after gemmd stopped answering gets this long at most. */
+#define UNREACHABLE_CANCEL_S 5
+
+/*
+ * gemmd stopped answering mid-sweep (exit 3).  The jobs in flight are
+ * cancelled where a short DELETE still gets through (a poll's answer may
+ * be what was lost, not gemmd), and each one that was not is named: it
+ * may hold its GPU until it ends.  They used to be left without a word.
+ */
+static void cancel_unreachable(struct tune *t)
+{
+	static const char why[] = "cancelled: gemmd stopped answering";
+	struct ctl_http http = { t->http.url, UNREACHABLE_CANCEL_S, NULL };
+	char id[64];
+	size_t i, n = 0;
+
+	if (t->http.timeout_s && t->http.timeout_s < http.timeout_s)
+		http.timeout_s = t->http.timeout_s;
+	for (i = 0; i < t->next; i++) {
+		struct cand *c = &t->cands[i];
+
+		if (c->state != CAND_INFLIGHT)
+			continue;
+		if (cancel_cand(&http, c, why)) {
+			n++;
+		} else if (c->state == CAND_FAILED) {
+			ctl_escape(id, sizeof(id), c->id);
+			fprintf(stderr,
+				"gemmctl: tune: job %s may still be queued or "
+				"running\n",
+				id);
+		}
+	}
+	t->inflight = 0;
+	n += cancel_lost(t, &http, why);
+	fprintf(stderr,
+		"gemmctl: tune: gemmd stopped answering: %zu job(s) "
+		"cancelled\n",
+		n);
+}
+
 /* --wait ran out: what has not ended is not run. */
 static void give_up(struct tune *t)
 {
@@ -1047,7 +1088,9 @@ static int sweep(struct tune *t)
 		fprintf(stderr, "gemmctl: interrupted: %zu job(s) cancelled\n",
 			n);
 		r = interrupted ? 128 + interrupted : CTL_EXIT_INTERRUPTED;
-	} else if (r != CTL_EXIT_OK && r != CTL_EXIT_UNREACHABLE) {
+	} else if (r == CTL_EXIT_UNREACHABLE) {
+		cancel_unreachable(t);
+	} else if (r != CTL_EXIT_OK) {
 		cancel_inflight(t, "cancelled");
 	}
 	t->http.stop = NULL;

@@ -12,6 +12,7 @@ in the order the jobs are first polled:
                 with "state" NAME and no "reason" (a state from a newer
                 gemmd, say)
   drop          close the connection without an answer (nor asking gemmd)
+  polls_dropped the same to every poll of the job, not only its first
   pass          leave it alone
 
 A RULE of drop_post:N spoils the Nth POST /v1/jobs that is not a dry run
@@ -68,11 +69,12 @@ class Proxy(http.server.ThreadingHTTPServer):
             return "pass"
         with self.lock:
             if m.group(1) in self.polled:
-                return "pass"
+                rule = self.polled[m.group(1)]
+                return "drop" if rule == "polls_dropped" else "pass"
             n = len(self.polled)
             rule = self.rules[n] if n < len(self.rules) else "pass"
             self.polled[m.group(1)] = rule
-            return rule
+            return "drop" if rule == "polls_dropped" else rule
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
