@@ -55,37 +55,6 @@ int log_get_max_level(void)
 	return log_max_level;
 }
 
-/*
- * Control characters, and bytes that are not UTF-8, written as \xNN.  A
- * message may quote what gemmd did not write: a file name, a cubin's
- * symbol, a worker's error.  A newline in one would end the line early,
- * and in the journal's stream the next line could begin with a "<N>"
- * priority of its own: a forged entry.  And the journal keeps a message
- * that is not UTF-8 as binary, which journalctl shows as "[blob data]".
- */
-static void log_escape(char *dst, size_t size, const char *src)
-{
-	const unsigned char *s = (const unsigned char *)src;
-	size_t used = 0, n;
-
-	for (; *s; s += n) {
-		n = *s < 0x20 || *s == 0x7f ? 0 : utf8_char_len(s);
-		if (n) {
-			if (used + n >= size)
-				break;
-			memcpy(dst + used, s, n);
-			used += n;
-			continue;
-		}
-		if (used + 4 >= size)
-			break;
-		hex_escape(dst + used, *s);
-		used += 4;
-		n = 1;
-	}
-	dst[used] = '\0';
-}
-
 int log_internal(int level, int err, const char *file, int line,
 		 const char *func, const char *fmt, ...)
 {
@@ -103,7 +72,15 @@ int log_internal(int level, int err, const char *file, int line,
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	log_escape(msg, sizeof(msg), raw);
+	/*
+	 * Control characters, and bytes that are not UTF-8, as \xNN.  A
+	 * message may quote what gemmd did not write: a file name, a
+	 * cubin's symbol, a worker's error.  A newline in one would end the
+	 * line early, and in the journal's stream the next line could begin
+	 * with a "<N>" priority of its own: a forged entry.  And the journal
+	 * keeps a message that is not UTF-8 as binary ("[blob data]").
+	 */
+	utf8_copy_line(msg, sizeof(msg), raw);
 
 	if (log_prefix_level)
 		fprintf(stderr, "<%d>", level);

@@ -151,7 +151,12 @@ void nofile_restore(void)
 		setrlimit(RLIMIT_NOFILE, &nofile_saved);
 }
 
-size_t utf8_char_len(const unsigned char *s)
+/*
+ * The length of the UTF-8 character at s, 1 to 4, or 0 if s does not start
+ * a valid one.  It reads no further than the first byte that is not a
+ * continuation byte, so a character cut by the terminating NUL is invalid.
+ */
+static size_t utf8_char_len(const unsigned char *s)
 {
 	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
 	uint32_t cp;
@@ -174,7 +179,8 @@ size_t utf8_char_len(const unsigned char *s)
 	return n;
 }
 
-char *hex_escape(char *dst, unsigned char c)
+/* The four characters "\xNN" of byte c at dst; returns dst + 4. */
+static char *hex_escape(char *dst, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
 
@@ -185,7 +191,9 @@ char *hex_escape(char *dst, unsigned char c)
 	return dst + 4;
 }
 
-size_t utf8_copy(char *dst, size_t size, const char *src)
+/* utf8_copy(), with control characters escaped too where controls. */
+static size_t utf8_copy_as(char *dst, size_t size, const char *src,
+			   bool controls)
 {
 	const unsigned char *s = (const unsigned char *)src;
 	size_t used = 0, n;
@@ -193,7 +201,8 @@ size_t utf8_copy(char *dst, size_t size, const char *src)
 	if (!size)
 		return 0;
 	for (; *s; s += n) {
-		n = utf8_char_len(s);
+		n = controls && (*s < 0x20 || *s == 0x7f) ? 0 :
+							    utf8_char_len(s);
 		if (!n) {
 			if (used + 4 >= size)
 				break;
@@ -209,6 +218,16 @@ size_t utf8_copy(char *dst, size_t size, const char *src)
 	}
 	dst[used] = '\0';
 	return used;
+}
+
+size_t utf8_copy(char *dst, size_t size, const char *src)
+{
+	return utf8_copy_as(dst, size, src, false);
+}
+
+size_t utf8_copy_line(char *dst, size_t size, const char *src)
+{
+	return utf8_copy_as(dst, size, src, true);
 }
 
 size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)

@@ -103,13 +103,10 @@ int parse_uint(const char *s, unsigned int max, unsigned int *ret);
  */
 size_t utf8_copy(char *dst, size_t size, const char *src);
 /*
- * The length of the UTF-8 character at s, 1 to 4, or 0 if s does not start
- * a valid one.  It reads no further than the first byte that is not a
- * continuation byte, so a character cut by the terminating NUL is invalid.
+ * As utf8_copy(), and control characters (newlines, escape sequences)
+ * written as "\xNN" too: text for one line of a log or a terminal.
  */
-size_t utf8_char_len(const unsigned char *s);
-/* The four characters "\xNN" of byte c at dst; returns dst + 4. */
-char *hex_escape(char *dst, unsigned char c);
+size_t utf8_copy_line(char *dst, size_t size, const char *src);
 /* printf into dst, then as utf8_copy(); output past 1 KiB is dropped. */
 size_t utf8_format(char *dst, size_t size, const char *fmt, ...) _printf_(3, 4);
 size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
