@@ -820,6 +820,7 @@ static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 	struct ctl_reply reply = {};
 	json_t *root = NULL, *job;
 	char key[64], *path = NULL;
+	const char *job_key;
 
 	cand_key(t, i, key);
 	if (asprintf(&path, "/v1/jobs?idempotency_key=%s", key) >= 0 &&
@@ -831,8 +832,8 @@ static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 	json_decref(root);
 	ctl_reply_done(&reply);
 	free(path);
-	if (job && (!ctl_jstr(job, "id") || !ctl_jstr(job, "idempotency_key") ||
-		    strcmp(ctl_jstr(job, "idempotency_key"), key))) {
+	job_key = ctl_jstr(job, "idempotency_key");
+	if (job && (!ctl_jstr(job, "id") || !job_key || strcmp(job_key, key))) {
 		json_decref(job);
 		job = NULL;
 	}
@@ -919,41 +920,18 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 	return false;
 }
 
-/* Cancels the jobs in flight, whatever stops the sweep; how many. */
-static size_t cancel_inflight(struct tune *t, const char *why)
+/*
+ * Cancels the jobs in flight, whatever stops the sweep; how many.  Each
+ * DELETE gets timeout_s at most (0: none).  A job whose cancel got no
+ * answer is named: it may hold its GPU until it ends.
+ */
+static size_t cancel_inflight(struct tune *t, const char *why, long timeout_s)
 {
 	/* not stopped by the SIGINT that got us here */
-	struct ctl_http http = { t->http.url, t->http.timeout_s, NULL };
-	size_t i, n = 0;
-
-	for (i = 0; i < t->next; i++) {
-		struct cand *c = &t->cands[i];
-
-		if (c->state == CAND_INFLIGHT)
-			n += cancel_cand(&http, c, why);
-	}
-	t->inflight = 0;
-	return n + cancel_lost(t, &http, why);
-}
-
-/* Each DELETE after gemmd stopped answering gets this long at most. */
-#define UNREACHABLE_CANCEL_S 5
-
-/*
- * gemmd stopped answering mid-sweep (exit 3).  The jobs in flight are
- * cancelled where a short DELETE still gets through (a poll's answer may
- * be what was lost, not gemmd), and each one that was not is named: it
- * may hold its GPU until it ends.  They used to be left without a word.
- */
-static void cancel_unreachable(struct tune *t)
-{
-	static const char why[] = "cancelled: gemmd stopped answering";
-	struct ctl_http http = { t->http.url, UNREACHABLE_CANCEL_S, NULL };
+	struct ctl_http http = { t->http.url, timeout_s, NULL };
 	char id[64];
 	size_t i, n = 0;
 
-	if (t->http.timeout_s && t->http.timeout_s < http.timeout_s)
-		http.timeout_s = t->http.timeout_s;
 	for (i = 0; i < t->next; i++) {
 		struct cand *c = &t->cands[i];
 
@@ -970,7 +948,25 @@ static void cancel_unreachable(struct tune *t)
 		}
 	}
 	t->inflight = 0;
-	n += cancel_lost(t, &http, why);
+	return n + cancel_lost(t, &http, why);
+}
+
+/* Each DELETE after gemmd stopped answering gets this long at most. */
+#define UNREACHABLE_CANCEL_S 5
+
+/*
+ * gemmd stopped answering mid-sweep (exit 3).  The jobs in flight are
+ * cancelled where a short DELETE still gets through (a poll's answer may
+ * be what was lost, not gemmd).  They used to be left without a word.
+ */
+static void cancel_unreachable(struct tune *t)
+{
+	long timeout_s = UNREACHABLE_CANCEL_S;
+	size_t n;
+
+	if (t->http.timeout_s && t->http.timeout_s < timeout_s)
+		timeout_s = t->http.timeout_s;
+	n = cancel_inflight(t, "cancelled: gemmd stopped answering", timeout_s);
 	fprintf(stderr,
 		"gemmctl: tune: gemmd stopped answering: %zu job(s) "
 		"cancelled\n",
@@ -982,7 +978,7 @@ static void give_up(struct tune *t)
 {
 	size_t i, n;
 
-	n = cancel_inflight(t, "cancelled: --wait ran out");
+	n = cancel_inflight(t, "cancelled: --wait ran out", t->http.timeout_s);
 	for (i = t->next; i < t->n; i++) {
 		if (t->cands[i].state != CAND_VALID)
 			continue;
@@ -1084,14 +1080,15 @@ static int sweep(struct tune *t)
 
 	r = sweep_loop(t);
 	if (r == CTL_EXIT_INTERRUPTED || interrupted) {
-		n = cancel_inflight(t, "cancelled: interrupted");
+		n = cancel_inflight(t, "cancelled: interrupted",
+				    t->http.timeout_s);
 		fprintf(stderr, "gemmctl: interrupted: %zu job(s) cancelled\n",
 			n);
 		r = interrupted ? 128 + interrupted : CTL_EXIT_INTERRUPTED;
 	} else if (r == CTL_EXIT_UNREACHABLE) {
 		cancel_unreachable(t);
 	} else if (r != CTL_EXIT_OK) {
-		cancel_inflight(t, "cancelled");
+		cancel_inflight(t, "cancelled", t->http.timeout_s);
 	}
 	t->http.stop = NULL;
 	for (i = 0; i < ARRAY_SIZE(stop_signals); i++)
