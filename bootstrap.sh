@@ -20,7 +20,17 @@ DEPS="build-essential autoconf automake pkg-config libmicrohttpd-dev
 libjansson-dev libsystemd-dev libcurl4-openssl-dev curl python3 systemd
 clang-format procps valgrind xz-utils"
 
+# can_root WHAT: exit with a message unless this runs as root or has
+# sudo, which WHAT needs.
+can_root() {
+	[ "$(id -u)" = 0 ] || command -v sudo >/dev/null || {
+		echo "bootstrap: $1 needs root, and there is no sudo: run bootstrap.sh as root" >&2
+		exit 1
+	}
+}
+
 as_root() {
+	can_root "$1"
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
@@ -45,12 +55,12 @@ check_cuda() {
 	}
 }
 
-# Each command builds in a folder of its own: configured again with other
-# flags, a build folder does not compile its objects again (make does not
-# track flags), so "test" would not hold objects "install" built to
-# -Werror.  (The install paths are in a generated header, paths.h, which
-# does recompile its users: "test" then "install" in one folder used to
-# install a gemmd that looked for /usr/local/etc/gemmd/gemmd.conf.)
+# Each command builds in a folder of its own: the two configure with
+# other flags and paths, and one folder shared would compile everything
+# again at each switch (the objects follow their flags, cc-flags, and
+# the install paths are in a generated header, paths.h: "test" then
+# "install" in one folder once installed a gemmd that looked for
+# /usr/local/etc/gemmd/gemmd.conf).
 configure_build() { # configure_build DIR [configure args...]
 	dir=$1
 	shift
@@ -157,6 +167,8 @@ stop_background() {
 }
 
 do_install() {
+	# Said before the build, not after it.
+	can_root "installing gemmd"
 	install_deps
 	check_cuda
 	configure_build build --sysconfdir=/etc --localstatedir=/var
