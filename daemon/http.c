@@ -47,6 +47,7 @@ struct http_request {
 	char *body;
 	size_t len;
 	bool too_large;
+	bool nul_path; /* the path held "%00" (on_uri()) */
 	bool started;
 	bool responded;
 	bool suspended;
@@ -467,6 +468,11 @@ static bool bad_values(struct http_request *req, const char *version,
 {
 	struct value_check v = { .e.status = 0 };
 
+	if (req->nul_path) {
+		gemmd_error_set(ret, 400, "null_byte", "(path)",
+				"the path holds a NUL byte");
+		return true;
+	}
 	MHD_get_connection_values_n(req->conn,
 				    MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND,
 				    check_value, &v);
@@ -539,6 +545,26 @@ static const char *origin_path(const char *url)
 	return p ? p : "/";
 }
 
+/*
+ * MHD decodes the path in place and hands it on as a C string, so a
+ * "%00" in it cut the path there unseen: DELETE /v1/jobs/ID%00x
+ * cancelled job ID.  Only the raw URI, which MHD shows here before it
+ * decodes it, tells; what this returns is the request's first *con_cls,
+ * and the mark tells on_request() to refuse it.
+ */
+static char nul_path_mark;
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	size_t n = strcspn(uri, "?");
+	const char *p;
+
+	for (p = uri; (p = memchr(p, '%', n - (size_t)(p - uri))); p++)
+		if (p[1] == '0' && p[2] == '0')
+			return &nul_path_mark;
+	return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -547,10 +573,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	struct http_server *s = cls;
 	struct http_request *req = *con_cls;
 
-	if (!req) {
+	if (!req || req == (void *)&nul_path_mark) {
+		bool nul_path = req != NULL;
+
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
+		req->nul_path = nul_path;
 		s->n_open++;
 		req->srv = s;
 		req->conn = conn;
@@ -586,8 +615,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct http_request *req = *con_cls;
 
-	if (!req)
+	/* Also a request that ended before on_request() saw it. */
+	if (!req || req == (void *)&nul_path_mark) {
+		*con_cls = NULL;
 		return;
+	}
 	sd_event_source_disable_unref(req->hangup);
 	req->srv->n_open--;
 	if (req->destroy)
@@ -752,7 +784,8 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)HTTP_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, s, MHD_OPTION_END);
+		on_completed, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+		MHD_OPTION_END);
 	if (!s->mhd) {
 		close(fd);
 		r = log_error_errno(-EIO, "Cannot start the HTTP server");
