@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -205,8 +206,8 @@ static void close_inherited(int from)
 static int spawn(const char *path, char *const argv[], int child_fd,
 		 int target_fd, pid_t *ret_pid)
 {
+	pid_t parent = getpid(), pid;
 	sigset_t all;
-	pid_t pid;
 
 	pid = fork();
 	if (pid < 0)
@@ -215,7 +216,15 @@ static int spawn(const char *path, char *const argv[], int child_fd,
 		*ret_pid = pid;
 		return 0;
 	}
-	/* Child: undo the supervisor's mask and limits, wire the fd, exec. */
+	/*
+	 * Child: never outlive gemmd, even if it is killed outright.  Set
+	 * here, where gemmd's pid is known, so that a death just before it
+	 * is caught too; it lasts through exec.  The worker could not tell
+	 * from getppid() alone: gemmd may be PID 1 itself (a container's).
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(127);
+	/* Undo the supervisor's mask and limits, wire the fd, exec. */
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	/*

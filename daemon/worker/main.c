@@ -275,10 +275,13 @@ int main(int argc, char **argv)
 		return do_probe();
 	if (o.once)
 		return run_once(&o);
-	/* Never outlive the supervisor, even if it is killed outright. */
+	/*
+	 * Never outlive the supervisor, even if it is killed outright.
+	 * gemmd sets this before exec, where it can tell whether it died
+	 * first; a parent of PID 1 says nothing of that here, since gemmd
+	 * may be a container's init.  This covers other parents.
+	 */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	return serve(&o);
 }
