@@ -495,15 +495,26 @@ static json_t *device_identity(const struct worker *w)
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct worker *w = userdata;
+	struct job *job = w->job;
 
-	if (w->job && w->pid > 0) {
-		log_warning("Job %s passed its %us deadline on GPU %d: "
-			    "killing worker %d",
-			    w->job->id, w->job->deadline_sec, w->index,
-			    (int)w->pid);
-		w->kill = KILL_TIMEOUT;
-		kill(w->pid, SIGKILL);
-	}
+	if (!job || w->pid <= 0)
+		return 0;
+	log_warning(
+		"Job %s passed its %us deadline on GPU %d: killing worker %d",
+		job->id, job->deadline_sec, w->index, (int)w->pid);
+	/*
+	 * The job ends now, as a cancelled one does, not when the exit is
+	 * reaped: a worker stuck in the driver of a hung GPU may outlive
+	 * SIGKILL for long, and its job stayed running past its deadline
+	 * all that time.  The worker stays busy until it is gone.
+	 */
+	w->kill = KILL_TIMEOUT;
+	w->job = NULL;
+	w->timer = sd_event_source_disable_unref(w->timer);
+	kill(w->pid, SIGKILL);
+	job_finish(w->pool->jobs, job, JOB_TIMEOUT, NULL,
+		   "ran past its %us deadline; worker killed",
+		   job->deadline_sec);
 	return 0;
 }
 
@@ -665,6 +676,9 @@ static void on_result(struct worker *w, json_t *msg)
 	const char *id = json_string_value(json_object_get(msg, "id"));
 	json_t *result = json_object_get(msg, "result");
 
+	/* Too late: its job ended when the worker was killed for it. */
+	if (!w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL))
+		return;
 	if (!w->job || !id || strcmp(id, w->job->id) != 0) {
 		log_warning("Worker %d sent a result for a job it does not run",
 			    w->index);
@@ -789,31 +803,20 @@ static void describe_exit(const siginfo_t *si, char *buf, size_t len)
 	describe_end(si->si_code == CLD_EXITED, si->si_status, buf, len);
 }
 
-/* The job a dead worker was running ends with the reason it died. */
+/*
+ * The job a dead worker was running ends with the reason it died.  One
+ * killed for its deadline or a cancel has none left: on_deadline() and
+ * workers_cancel() end the job when they kill.
+ */
 static void fail_running_job(struct worker *w, const char *how)
 {
-	struct workers *p = w->pool;
 	struct job *job = w->job;
 
 	if (!job)
 		return;
-	switch (w->kill) {
-	case KILL_TIMEOUT:
-		job_finish(p->jobs, job, JOB_TIMEOUT, NULL,
-			   "ran past its %us deadline; worker killed",
-			   job->deadline_sec);
-		break;
-	case KILL_CANCEL:
-		job_finish(p->jobs, job, JOB_CANCELLED, NULL,
-			   "cancelled while running; worker restarted");
-		break;
-	case KILL_NONE:
-	case KILL_FAULT:
-		job_finish(p->jobs, job, JOB_FAILED, NULL,
-			   "worker for GPU %d %s%s%s", w->index, how,
-			   w->last_error[0] ? ": " : "", w->last_error);
-		break;
-	}
+	job_finish(w->pool->jobs, job, JOB_FAILED, NULL,
+		   "worker for GPU %d %s%s%s", w->index, how,
+		   w->last_error[0] ? ": " : "", w->last_error);
 	w->job = NULL;
 }
 
