@@ -98,7 +98,20 @@ static int on_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
 	return *stop ? 1 : 0;
 }
 
-static int report_curl(const struct ctl_http *h, CURLcode cc,
+/*
+ * Whether the transfer got past connecting (TCP, and TLS for https):
+ * libcurl's pre-transfer time is 0 until then.
+ */
+static bool connected(CURL *curl)
+{
+	double t = 0;
+
+	return curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME, &t) ==
+		       CURLE_OK &&
+	       t > 0;
+}
+
+static int report_curl(const struct ctl_http *h, CURL *curl, CURLcode cc,
 		       const char *errbuf, long timeout_s)
 {
 	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
@@ -140,6 +153,20 @@ static int report_curl(const struct ctl_http *h, CURLcode cc,
 			"gemmctl: the answer of gemmd at %s was cut short: %s\n",
 			h->url, why);
 		return -ECONNRESET;
+	}
+	/*
+	 * A connection not made in time ran into CONNECT_TIMEOUT_S, not the
+	 * request's limit: "within 0 s" (no limit) or "within 30 s" after
+	 * 10 s would name a limit that did not apply.
+	 */
+	if (cc == CURLE_OPERATION_TIMEDOUT && !connected(curl)) {
+		fprintf(stderr,
+			"gemmctl: no connection to gemmd at %s within %ld s\n",
+			h->url,
+			timeout_s && timeout_s < CONNECT_TIMEOUT_S ?
+				timeout_s :
+				CONNECT_TIMEOUT_S);
+		return -ETIMEDOUT;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
 		fprintf(stderr,
@@ -337,7 +364,7 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 		goto out;
 	}
 	if (cc != CURLE_OK) {
-		r = report_curl(h, cc, errbuf, timeout_s);
+		r = report_curl(h, curl, cc, errbuf, timeout_s);
 		goto out;
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
