@@ -48,6 +48,7 @@ struct ctl {
 struct command {
 	const char *name;
 	int (*run)(struct ctl *ctl, int argc, char **argv);
+	bool local; /* asks no gemmd, so needs no URL (help, merge) */
 };
 
 static void usage(FILE *f)
@@ -1088,12 +1089,12 @@ static int cmd_help(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "submit", cmd_submit },   { "status", cmd_status },
-	{ "list", cmd_list },	    { "cancel", cmd_cancel },
-	{ "kernels", cmd_kernels }, { "devices", cmd_devices },
-	{ "health", cmd_health },   { "help", cmd_help },
-	{ "tune", cmd_tune },	    { "gpus", cmd_gpus },
-	{ "merge", cmd_merge },
+	{ "submit", cmd_submit },     { "status", cmd_status },
+	{ "list", cmd_list },	      { "cancel", cmd_cancel },
+	{ "kernels", cmd_kernels },   { "devices", cmd_devices },
+	{ "health", cmd_health },     { "help", cmd_help, true },
+	{ "tune", cmd_tune },	      { "gpus", cmd_gpus },
+	{ "merge", cmd_merge, true },
 };
 
 /* --- main ----------------------------------------------------------------- */
@@ -1165,8 +1166,11 @@ static int run(struct ctl *ctl, int argc, char **argv)
 		usage_error("unknown command '%s'", argv[0]);
 		return CTL_EXIT_USAGE;
 	}
-	/* help needs no URL, so it works whatever GEMMD_URL holds */
-	if (cmd->run != cmd_help) {
+	/*
+	 * help and merge need no URL, so they work whatever GEMMD_URL holds:
+	 * a script's empty one refused only where it would be used.
+	 */
+	if (!cmd->local) {
 		r = base_url(ctl->http.url, &ctl->url);
 		if (r < 0)
 			return r == -ENOMEM ? oom() : CTL_EXIT_USAGE;
