@@ -690,9 +690,14 @@ static int cmd_tune(struct ctl *ctl, int argc, char **argv)
 
 #define DEFAULT_GPUS_TOLERANCE 0.05
 
-/* "5" or "5%": a percentage of the best, 0 up to (not) 100. */
+/*
+ * "5" or "5%": a percentage of the best, 0 up to (not) 100.  A decimal
+ * number only: strtod() would also take leading blanks and hexadecimal,
+ * so that "0x10" passed for 16 %.
+ */
 static int parse_tolerance(const char *s, double *ret)
 {
+	bool decimal = (*s >= '0' && *s <= '9') || *s == '.';
 	char *end;
 	double v;
 
@@ -700,7 +705,8 @@ static int parse_tolerance(const char *s, double *ret)
 	v = strtod(s, &end);
 	if (end != s && *end == '%')
 		end++;
-	if (errno || end == s || *end || !(v >= 0 && v < 100))
+	if (!decimal || strpbrk(s, "xX") || errno || end == s || *end ||
+	    !(v >= 0 && v < 100))
 		return usage_error("gpus: invalid --tolerance '%s': want a "
 				   "percentage, 0 up to 100",
 				   s);
