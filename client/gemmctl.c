@@ -106,7 +106,8 @@ static void usage(FILE *f)
 		"Exit status: 0 success; 1 gemmd reported an error; 2 usage error;\n"
 		"3 gemmd cannot be reached; 4 submit --wait: the job did not end\n"
 		"done with verification passed or not checked.  tune: 1 also when no\n"
-		"candidate passed (with --dry-run: none was valid); 130 interrupted.\n"
+		"candidate passed (with --dry-run: none was valid); 130, 143, 129\n"
+		"interrupted by SIGINT, SIGTERM, SIGHUP.\n"
 		"gpus: 1 also when a GPU is slow or failed.  merge: 1 also when no\n"
 		"configuration passed in every sweep.\n",
 		DEFAULT_URL);
