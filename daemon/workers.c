@@ -654,6 +654,15 @@ static void on_hello(struct worker *w, json_t *msg)
 {
 	json_t *dev = json_object_get(msg, "device");
 
+	/*
+	 * Read from the socket of one already gone (on_worker_exit()'s
+	 * drain): it died as it started.  Taken as a hello, it cleared the
+	 * start failures, so a worker that always died right after its
+	 * hello never put its GPU out of service, and the jobs queued for
+	 * that GPU waited for good; and the dead one was sent a job.
+	 */
+	if (w->pid <= 0)
+		return;
 	if (w->state != WORKER_STARTING) {
 		worker_fault(w, "said hello twice");
 		return;
