@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "frame.h"
@@ -166,9 +167,13 @@ static int serve(const struct options *o)
 			/*
 			 * No gpu_close(): with the context poisoned, driver
 			 * calls may block behind a kernel that never ends.
+			 * Nor exit(): the driver's own exit handlers would
+			 * make those calls, and gemmd would kill the worker
+			 * as one that did not leave after a sticky error.
 			 */
 			json_decref(msg);
-			return EXIT_STICKY;
+			fflush(NULL);
+			_exit(EXIT_STICKY);
 		}
 		json_decref(msg);
 	}
