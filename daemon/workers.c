@@ -720,18 +720,30 @@ static void on_error(struct worker *w, json_t *msg)
 	const char *id = json_string_value(json_object_get(msg, "id"));
 	bool sticky = json_is_true(json_object_get(msg, "sticky"));
 
-	/* Cut to fit, it must still be UTF-8: it ends up in JSON. */
-	utf8_copy(w->last_error, sizeof(w->last_error),
-		  text ? text : "unknown error");
-	/* An error without an id is the worker's own, and ends its job. */
+	char stray[sizeof(w->last_error)];
+
+	/* Too late: its job ended when the worker was killed for it. */
+	if (!w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL))
+		return;
+	/*
+	 * One for another job is logged, and kept out of last_error: a
+	 * crash of the running job would have quoted it as its reason.
+	 * Cut to fit, either must still be UTF-8: it ends up in JSON.
+	 */
 	if (id && (!w->job || strcmp(id, w->job->id))) {
+		utf8_copy(stray, sizeof(stray), text ? text : "unknown error");
 		log_warning("Worker %d sent an error for a job it does not "
 			    "run: %s",
-			    w->index, w->last_error);
-	} else if (w->job) {
-		job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s",
-			   w->last_error);
-		worker_job_done(w);
+			    w->index, stray);
+	} else {
+		utf8_copy(w->last_error, sizeof(w->last_error),
+			  text ? text : "unknown error");
+		/* An error without an id is the worker's own: ends its job. */
+		if (w->job) {
+			job_finish(p->jobs, w->job, JOB_FAILED, NULL, "%s",
+				   w->last_error);
+			worker_job_done(w);
+		}
 	}
 	/*
 	 * A sticky error poisons the CUDA context and the worker exits

@@ -27,6 +27,8 @@
  *                on its way out would
  *   stray_error  say hello, then answer every job with an error for
  *                another job's id and then with an error for its own
+ *   stray_crash  say hello, then answer the first job with an error for
+ *                another job's id and abort()
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
@@ -176,10 +178,12 @@ static int on_job(int fd, const char *fault, const char *id)
 			pause();
 	}
 	/* an error for some other job first: not the running job's */
-	if (!strcmp(fault, "stray_error") &&
+	if ((!strcmp(fault, "stray_error") || !strcmp(fault, "stray_crash")) &&
 	    send_error_text(fd, "not-this-job", "an error for another job",
 			    false) < 0)
 		return -1;
+	if (!strcmp(fault, "stray_crash"))
+		abort();
 	if (!strcmp(fault, "close")) {
 		close(fd);
 		for (;;)
