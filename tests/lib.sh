@@ -121,12 +121,25 @@ start_gemmd() {
 	fail "gemmd did not start listening"
 }
 
+# stop_gemmd: SIGTERM to the gemmd start_gemmd started, and wait for it.
+# It must end cleanly (status 0): a gemmd that crashes on its way out, or
+# that died during the test (a crash after the last request looked at),
+# fails the test.
 stop_gemmd() {
-	if [ -n "$GEMMD_PID" ] && kill -0 "$GEMMD_PID" 2>/dev/null; then
-		kill -TERM "$GEMMD_PID"
-		wait "$GEMMD_PID" 2>/dev/null
+	if [ -n "$GEMMD_PID" ]; then
+		kill -TERM "$GEMMD_PID" 2>/dev/null
+		wait "$GEMMD_PID"
+		sg_rc=$?
+		GEMMD_PID=
+		if [ $sg_rc != 0 ]; then
+			[ -d "$TEST_TMP/valgrind" ] && valgrind_check
+			echo "FAIL: gemmd exited with status $sg_rc" >&2
+			[ -f "$TEST_TMP/gemmd.log" ] &&
+				sed 's/^/  gemmd: /' "$TEST_TMP/gemmd.log" >&2
+			rm -rf "$TEST_TMP"
+			exit 1
+		fi
 	fi
-	GEMMD_PID=
 	[ -d "$TEST_TMP/valgrind" ] && valgrind_check
 	return 0
 }
