@@ -5,7 +5,8 @@ strictly, and print its samples as JSON: {"name{label=value,...}": value}.
 Every sample line must parse, belong to a family whose HELP and TYPE
 lines came first, carry only well-formed, escaped label values and a
 finite number; a counter's name must end in _total; no series may appear
-twice.  The exit status is 1, with the reason, otherwise."""
+twice, and a family's lines stand together, with one TYPE.  The exit
+status is 1, with the reason, otherwise."""
 import json
 import math
 import re
@@ -25,11 +26,28 @@ def main():
     if not text.endswith("\n"):
         fail("no newline at the end")
     helps, types, samples = set(), {}, {}
+    # the family of the lines so far, and those already ended
+    family, ended = None, set()
+
+    def enter(n, name):
+        nonlocal family
+        if name == family:
+            return
+        if name in ended:
+            fail("line %d: %s again, after other families" % (n, name))
+        if family is not None:
+            ended.add(family)
+        family = name
+
     for n, line in enumerate(text.splitlines(), 1):
         if line.startswith("# HELP "):
             name = line.split(" ")[2]
             if name in helps:
                 fail("line %d: HELP for %s again" % (n, name))
+            doc = line.split(" ", 3)[3] if line.count(" ") >= 3 else ""
+            if not re.fullmatch(r"(?:[^\\]|\\[\\n])*", doc):
+                fail("line %d: bad escape in HELP: %r" % (n, line))
+            enter(n, name)
             helps.add(name)
         elif line.startswith("# TYPE "):
             parts = line.split(" ")
@@ -37,6 +55,9 @@ def main():
                 fail("line %d: bad TYPE: %r" % (n, line))
             if parts[3] == "counter" and not parts[2].endswith("_total"):
                 fail("line %d: counter %s without _total" % (n, parts[2]))
+            if parts[2] in types:
+                fail("line %d: TYPE for %s again" % (n, parts[2]))
+            enter(n, parts[2])
             types[parts[2]] = parts[3]
         else:
             m = SAMPLE.match(line)
@@ -45,6 +66,7 @@ def main():
             name = m.group(1)
             if name not in helps or name not in types:
                 fail("line %d: %s before its HELP and TYPE" % (n, name))
+            enter(n, name)
             labels = re.findall(LABEL, m.group(3) or "")
             value = float(m.group(m.lastindex))
             if not math.isfinite(value):
