@@ -1213,9 +1213,10 @@ json_t *workers_devices_json(const struct workers *p)
 		json_object_set_new(d, "index", json_integer(w->index));
 		json_object_set_new(
 			d, "worker",
-			json_pack("{s:s, s:i, s:i, s:s?, s:s?}", "state",
+			json_pack("{s:s, s:i, s:I, s:s?, s:s?}", "state",
 				  worker_state_names[w->state], "pid",
-				  (int)w->pid, "restarts", w->restarts, "job",
+				  (int)w->pid, "restarts",
+				  (json_int_t)w->restarts, "job",
 				  w->job ? w->job->id : NULL, "last_error",
 				  w->last_error[0] ? w->last_error : NULL));
 		json_array_append_new(a, d);
