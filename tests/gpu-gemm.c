@@ -6,7 +6,7 @@
  *   gpu-gemm [--kernel TEXT]       the test (exit 77 without an SM90 GPU)
  *   gpu-gemm --full [--kernel TEXT]
  *                                  the whole cross product (long: about
- *                                  3500 cases per kernel, and a walk over
+ *                                  5800 cases per kernel, and a walk over
  *                                  many tiles for persistent ones; TEXT
  *                                  narrows it to the kernels whose name
  *                                  holds TEXT)
@@ -27,14 +27,16 @@
  * The dimensions of the matrix, per kernel:
  *   shape     512^3, ragged 1000x1500x1032, short-K 256x384x64, 64^3
  *   stages    the fewest, a middle count, the most that fit
- *   cluster   1x1, 2x1, 1x2, 2x2, 4x1, 1x4, up to the kernel's limit
+ *   cluster   1x1, 2x1, 1x2, 2x2, 4x1, 1x4, 8x1, 4x2, 2x4, 1x8 (and 8x2,
+ *             4x4, 2x8), up to the kernel's limit
  *   epilogue  each one the kernel has
  *   out       the input type, fp32, the other 16-bit type (if offered)
  *   order     along_m / along_n with swizzle 1 and 8
  *   scaling   (alpha, beta) = (1, 0), or (2, -1) with C
- * By default each kernel runs six randint cases that between them take
- * every value of every dimension at least once (each cluster shape, stage
- * class, epilogue, output type, order and shape), plus two within
+ * By default each kernel runs six randint cases (one a cluster shape, where
+ * it takes more than six) that between them take every value of every
+ * dimension at least once (each cluster shape, stage class, epilogue,
+ * output type, order and shape), plus two within
  * tolerance (normal and uniform inputs); --full runs every combination
  * with randint inputs.  Persistent kernels also run two randint cases on
  * 4000x4040x320, several tiles per CTA, and a walk over such tiles at
@@ -121,8 +123,14 @@ static const struct sizes small_sizes = {
 	.clusters_max = 3,
 };
 
+/*
+ * Every shape kernel.cluster takes (1, 2, 4 or 8 a side, SPEC_CLUSTER_MAX
+ * CTAs at most), smallest first; kernel_clusters() keeps those within the
+ * kernel's cluster_max (8 for the SM90 kernels).
+ */
 static const unsigned int clusters[][2] = {
-	{ 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 4, 1 }, { 1, 4 },
+	{ 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 4, 1 }, { 1, 4 }, { 8, 1 },
+	{ 4, 2 }, { 2, 4 }, { 1, 8 }, { 8, 2 }, { 4, 4 }, { 2, 8 },
 };
 
 struct order {
@@ -597,8 +605,9 @@ static enum outcome kernel_case(struct tcase *c)
 }
 
 /*
- * Six randint cases that between them take each value of each dimension
- * at least once, the indices staggered so that values do not always come
+ * Six randint cases (one a cluster shape, where the kernel takes more
+ * than six) that between them take each value of each dimension at
+ * least once, the indices staggered so that values do not always come
  * in the same pairs; then one normal case (the largest cluster, the last
  * epilogue, fp32 out, scaled, ragged) and one uniform case.
  */
