@@ -15,8 +15,10 @@ values GET /v1/kernels lists for a kernel of the schedule; a share
 (--wild) takes any value of every knob, legal or not.  Inputs are randint, so
 every run is compared exactly (a verdict with a tolerance is a finding),
 with some normal ones.  Timing is one hot sample: this is about
-correctness, not speed.  The table is printed last; exit 1 on any
-finding, 2 on a usage error.
+correctness, not speed.  A schedule that drew ten jobs or more and ran
+none of them, or a run in which no job ran, tested nothing: a finding
+too.  The table is printed last; exit 1 on any finding, 2 on a usage
+error.
 """
 
 import argparse
@@ -240,6 +242,16 @@ def main():
     print("%-12s %8d %8d %8d   (%d of the passed compared exactly)" % (
         "all", counts["refused"], counts["passed"], counts["finding"],
         exact_runs))
+    # A refusal is no finding, but refusals alone test nothing: more than
+    # half the jobs of each schedule run, so ten with none run is no luck.
+    for sched in SCHEDULES:
+        r = schedules.get(sched, [0, 0, 0])
+        if sum(r) >= 10 and not r[1]:
+            print("FINDING: none of the %d %s jobs ran" % (sum(r), sched))
+            counts["finding"] += 1
+    if not counts["passed"]:
+        print("FINDING: no job ran")
+        counts["finding"] += 1
     return 1 if counts["finding"] else 0
 
 
