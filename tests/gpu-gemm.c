@@ -17,8 +17,9 @@
  *                                  tests/gpu-sanitize.test)
  *   gpu-gemm --bench M N K [DTYPE] TFLOP/s of every kernel and stage count
  *
- * Kernels come from the real catalog (catalog_load() on GEMMD_KERNEL_DIR),
- * and every case is a job as a client would write it: JSON text through
+ * Kernels come from the real catalog (catalog_load() on GEMMD_KERNEL_DIR,
+ * which must list the kernel of each gemmd_*.cubin there), and every
+ * case is a job as a client would write it: JSON text through
  * spec_parse() and plan_resolve(), then gpu_run().  A case that the
  * planner refuses fails, unless the test knows why it must (a shape the
  * layout's alignment rule forbids is moved to the next allowed one and
@@ -53,6 +54,7 @@
  * Each failing case prints one line (and its verdict and job); a table
  * per schedule closes the run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -898,6 +900,47 @@ static bool kernel_selected(const struct kernel_info *k)
 	return !t.filter || strstr(k->name, t.filter);
 }
 
+static int gemm_cubin(const struct dirent *de)
+{
+	const size_t n = strlen(de->d_name);
+
+	return n > 6 && strncmp(de->d_name, "gemmd_", 6) == 0 &&
+	       strcmp(de->d_name + n - 6, ".cubin") == 0;
+}
+
+/*
+ * Every selected gemmd_*.cubin of dir lists the kernel it is named
+ * after: catalog_load() skips a cubin it cannot read with a warning on
+ * stderr, and lists nothing for one without a note, and the matrix would
+ * pass without that kernel.
+ */
+static void check_listed(const char *dir)
+{
+	struct dirent **de = NULL;
+	int n = scandir(dir, &de, gemm_cubin, alphasort);
+
+	if (n < 0) {
+		printf("FAIL %s: %s\n", dir, strerror(errno));
+		check_failures++;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)(strlen(de[i]->d_name) - 6), de[i]->d_name);
+		if ((!t.filter || strstr(name, t.filter)) &&
+		    !catalog_find(t.cat, name)) {
+			printf("FAIL %s/%s: kernel %s is not in the catalog, so "
+			       "it never runs\n",
+			       dir, de[i]->d_name, name);
+			check_failures++;
+		}
+		free(de[i]);
+	}
+	free(de);
+}
+
 static void run_matrix(bool full)
 {
 	for (size_t i = 0; i < catalog_size(t.cat); i++) {
@@ -1342,6 +1385,7 @@ int main(int argc, char **argv)
 	} else {
 		unsigned int ran;
 
+		check_listed(dir);
 		run_matrix(full);
 		/* A filter that matches nothing, or all skipped, proves nothing. */
 		ran = passed_total();
