@@ -23,7 +23,10 @@
  * spec_parse() and plan_resolve(), then gpu_run().  A case that the
  * planner refuses fails, unless the test knows why it must (a shape the
  * layout's alignment rule forbids is moved to the next allowed one and
- * noted, a stage count that does not fit is left out).
+ * noted, a stage count that does not fit is left out); what it leaves
+ * out (a stage more than fit, a cluster over the kernel's limit, rows of
+ * A not 16-byte aligned) the planner must refuse, on the field that says
+ * why (kernel_refusals(): no case, nothing runs).
  *
  * The dimensions of the matrix, per kernel:
  *   shape     512^3, ragged 1000x1500x1032, short-K 256x384x64, 64^3
@@ -854,6 +857,76 @@ static void kernel_walk(const struct kernel_info *k, const struct offer *o,
 	}
 }
 
+/*
+ * A job the planner must refuse on field, before any launch: planned, or
+ * refused for another reason, it fails.  Never a case: nothing runs.
+ */
+static void refusal_case(const struct tcase *c, unsigned int stages,
+			 const char *field, const char *what)
+{
+	char json[1024], why[512] = "", want[64];
+	struct gemm_spec spec;
+	struct gemm_plan plan;
+	int e;
+
+	snprintf(want, sizeof(want), "plan refused (%s)", field);
+	e = job_json(c, &c->shape, stages, json, sizeof(json));
+	if (!e)
+		e = job_plan(c->k, json, &spec, &plan, why, sizeof(why));
+	if (e && strncmp(why, want, strlen(want)) == 0)
+		return;
+	printf("FAIL %s: %s, not refused on %s: %s\n", c->k->name, what, field,
+	       e ? why : "planned");
+	printf("     job: %s\n", json);
+	check_failures++;
+}
+
+/*
+ * What the matrix leaves out must be refused at validation, not run: a
+ * stage more than stages_of() found to fit with each epilogue, the
+ * smallest cluster over the kernel's limit, and rows of A that are not
+ * whole 16-byte units (m, n and k odd).
+ */
+static void kernel_refusals(const struct kernel_info *k, const struct offer *o)
+{
+	const unsigned int fewest = stages_of(k, STAGES_MIN, o->epilogues[0]);
+	struct tcase c;
+
+	memset(&c, 0, sizeof(c));
+	c.k = k;
+	c.shape = (struct shape){ 512, 512, 512 };
+	c.cx = c.cy = 1;
+	c.out = k->dtype;
+	c.order = orders[0];
+	c.init = GEMM_INIT_RANDINT;
+	c.mode = GEMM_TIMING_HOT;
+	for (unsigned int i = 0; i < o->n_epilogues; i++) {
+		const unsigned int most =
+			stages_of(k, STAGES_MAX, o->epilogues[i]);
+
+		c.epilogue = o->epilogues[i];
+		if (most)
+			refusal_case(&c, most + 1, "kernel.stages",
+				     "one stage more than fit");
+	}
+	if (!fewest)
+		return;
+	c.epilogue = o->epilogues[0];
+	for (size_t i = 0; i < ARRAY_SIZE(clusters); i++) {
+		if (clusters[i][0] * clusters[i][1] <= MAX(k->cluster_max, 1u))
+			continue;
+		c.cx = clusters[i][0];
+		c.cy = clusters[i][1];
+		refusal_case(&c, fewest, "kernel.cluster",
+			     "a cluster over its limit");
+		break;
+	}
+	c.cx = c.cy = 1;
+	c.shape = (struct shape){ 1001, 1501, 1033 };
+	refusal_case(&c, fewest, a_kmajor(k->layout) ? "k" : "m",
+		     "rows of A not 16-byte aligned");
+}
+
 /* Every combination, randint inputs: case i read as a mixed-radix number. */
 static void kernel_full(const struct kernel_info *k, const struct offer *o)
 {
@@ -971,6 +1044,7 @@ static void run_matrix(bool full)
 		kernel_general_entry(k, &o);
 		if (k->schedule == GEMM_SCHEDULE_COOPERATIVE)
 			kernel_stream_k(k, &o);
+		kernel_refusals(k, &o);
 		printf("%-4s %s\n", check_failures == failed ? "ok" : "FAIL",
 		       k->name);
 	}
