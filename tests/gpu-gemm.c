@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "check.h"
@@ -1345,8 +1346,41 @@ static int bench(int argc, char **argv)
 /* ---- main ---------------------------------------------------------------- */
 
 /*
+ * Whether the kernel shows an NVIDIA GPU, whatever the probe makes of it
+ * (tests/lib.sh's nvidia_gpu_present()).
+ */
+static bool nvidia_gpu_present(void)
+{
+	DIR *d = opendir("/proc/driver/nvidia/gpus");
+	struct dirent *de;
+	bool found = access("/dev/nvidia0", F_OK) == 0;
+
+	while (d && !found && (de = readdir(d)))
+		found = de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * As tests/lib.sh's have_gpu(): no driver or no device is a skip only
+ * where the machine has no NVIDIA GPU, or CUDA_VISIBLE_DEVICES hides it.
+ */
+static int no_gpu(const char *why)
+{
+	if (nvidia_gpu_present() && !getenv("CUDA_VISIBLE_DEVICES")) {
+		printf("FAIL: this machine has an NVIDIA GPU, but the probe "
+		       "found none: %s\n",
+		       why);
+		return EXIT_FAILURE;
+	}
+	printf("SKIP: %s\n", why);
+	return EXIT_TEST_SKIP;
+}
+
+/*
  * 0 when device 0 is an SM90 GPU, with its limits for the planner; else
- * prints why and returns 77.
+ * prints why and returns 77 (or fails, no_gpu()).
  */
 static int probe(char *name, size_t len)
 {
@@ -1357,32 +1391,38 @@ static int probe(char *name, size_t len)
 	int e;
 
 	e = gpu_probe(&devs, err, sizeof(err));
-	if (e == -ENOENT || e == -ENODEV || e == -ENOSYS) {
-		printf("SKIP: %s\n", err);
-		return EXIT_TEST_SKIP;
-	}
+	if (e == -ENOENT || e == -ENODEV || e == -ENOSYS)
+		return no_gpu(err);
 	if (e < 0) {
 		printf("FAIL: gpu_probe: %s\n", err);
 		return EXIT_FAILURE;
 	}
 	d = json_array_get(devs, 0);
-	if (d &&
-	    json_unpack(d, "{s:s, s:s, s:I, s:I, s:I}", "compute_capability",
+	if (!d) {
+		json_decref(devs);
+		return no_gpu("no CUDA device");
+	}
+	/* a probe without these is broken, not a GPU of another kind */
+	if (json_unpack(d, "{s:s, s:s, s:I, s:I, s:I}", "compute_capability",
 			&cc, "name", &n, "sm_count", &sms,
 			"max_smem_per_block_optin", &optin, "memory_bytes",
-			&mem) == 0 &&
-	    strncmp(cc, "9.", 2) == 0) {
-		snprintf(name, len, "%s", n);
-		t.dev.sm_count = (unsigned int)sms;
-		t.dev.smem_optin = (unsigned int)optin;
-		t.dev.memory_bytes = (uint64_t)mem;
+			&mem) < 0) {
+		printf("FAIL: gpu_probe: device 0 lacks a field\n");
 		json_decref(devs);
-		return 0;
+		return EXIT_FAILURE;
 	}
-	printf("SKIP: %s\n",
-	       d ? "device 0 is not compute capability 9.x" : "no CUDA device");
+	if (strncmp(cc, "9.", 2) != 0) {
+		printf("SKIP: device 0 is compute capability %s, not 9.x\n",
+		       cc);
+		json_decref(devs);
+		return EXIT_TEST_SKIP;
+	}
+	snprintf(name, len, "%s", n);
+	t.dev.sm_count = (unsigned int)sms;
+	t.dev.smem_optin = (unsigned int)optin;
+	t.dev.memory_bytes = (uint64_t)mem;
 	json_decref(devs);
-	return EXIT_TEST_SKIP;
+	return 0;
 }
 
 /*
