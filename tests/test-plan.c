@@ -67,8 +67,10 @@ static int plan(const struct catalog *c, const char *body,
 	return plan_resolve(c, &s, dev, p, err);
 }
 
-static void expect_422(const struct catalog *c, const char *body,
-		       const struct device_limits *dev, const char *field)
+/* Expect a 422 with this code and field, and a message. */
+static void expect_refused(const struct catalog *c, const char *body,
+			   const struct device_limits *dev, const char *code,
+			   const char *field)
 {
 	struct gemmd_error err;
 	struct gemm_plan p;
@@ -76,11 +78,26 @@ static void expect_422(const struct catalog *c, const char *body,
 
 	CHECK(r < 0);
 	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, code);
 	CHECK_STREQ(err.field, field);
 	CHECK(err.message[0]);
-	if (r >= 0 || strcmp(err.field, field))
-		fprintf(stderr, "  body: %s\n  got: %s %s\n", body, err.field,
-			err.message);
+	if (r >= 0 || strcmp(err.field, field) || strcmp(err.code, code))
+		fprintf(stderr, "  body: %s\n  got: %s %s %s\n", body, err.code,
+			err.field, err.message);
+}
+
+/* What no kernel here can run: "unsupported". */
+static void expect_422(const struct catalog *c, const char *body,
+		       const struct device_limits *dev, const char *field)
+{
+	expect_refused(c, body, dev, "unsupported", field);
+}
+
+/* More than the device's memory: "too_large", naming a dimension. */
+static void expect_too_large(const struct catalog *c, const char *body,
+			     const struct device_limits *dev, const char *field)
+{
+	expect_refused(c, body, dev, "too_large", field);
 }
 
 /* A 4096x4096x128 job of schedule sched with kernel.key = value. */
@@ -692,10 +709,11 @@ static void test_refusals(void)
 		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
 		   "{\"cluster\":[2,2]}}",
 		   NULL, "kernel.cluster");
-	expect_422(c, "{\"m\":65536,\"n\":65536,\"k\":8192}", &small, "m");
+	expect_too_large(c, "{\"m\":65536,\"n\":65536,\"k\":8192}", &small,
+			 "m");
 	/* the field named is the largest dimension, not always m */
-	expect_422(c, "{\"m\":64,\"n\":65536,\"k\":65536}", &small, "n");
-	expect_422(c, "{\"m\":512,\"n\":512,\"k\":1048576}", &small, "k");
+	expect_too_large(c, "{\"m\":64,\"n\":65536,\"k\":65536}", &small, "n");
+	expect_too_large(c, "{\"m\":512,\"n\":512,\"k\":1048576}", &small, "k");
 	expect_422(c,
 		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"nt\","
 		   "\"kernel\":{\"schedule\":\"pingpong\"}}",
@@ -1499,7 +1517,7 @@ static void test_memory_unverified(void)
 	struct catalog *c = make_catalog();
 	struct gemm_plan p;
 
-	expect_422(c, "{\"m\":131072,\"n\":131072,\"k\":64}", &dev, "m");
+	expect_too_large(c, "{\"m\":131072,\"n\":131072,\"k\":64}", &dev, "m");
 	expect_plan(c,
 		    "{\"m\":131072,\"n\":131072,\"k\":64,"
 		    "\"verify\":{\"enabled\":false}}",
@@ -1536,19 +1554,19 @@ static void test_memory_scratch(void)
 	struct gemm_plan p;
 
 	dev.memory_bytes = operand_bytes(cold) + (100 << 20) - 1;
-	expect_422(c, cold, &dev, "m");
+	expect_too_large(c, cold, &dev, "m");
 	expect_plan(c, hot, &dev, &p);
 	dev.memory_bytes++;
 	expect_plan(c, cold, &dev, &p);
 	/* an L2 of unknown size: the worker's fallback */
 	dev.l2_bytes = 0;
 	dev.memory_bytes = operand_bytes(cold) + PLAN_L2_FLUSH_FALLBACK - 1;
-	expect_422(c, cold, &dev, "m");
+	expect_too_large(c, cold, &dev, "m");
 	dev.memory_bytes++;
 	expect_plan(c, cold, &dev, &p);
 
 	dev.memory_bytes = operand_bytes(sk) + ws - 1;
-	expect_422(c, sk, &dev, "m");
+	expect_too_large(c, sk, &dev, "m");
 	expect_plan(c, hot, &dev, &p);
 	dev.memory_bytes++;
 	expect_plan(c, sk, &dev, &p);
