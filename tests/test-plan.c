@@ -685,6 +685,36 @@ static void test_stages_pick(void)
 	catalog_free(c);
 }
 
+/*
+ * A grid's x dimension holds 2^31 - 1 blocks: with 16x16 tiles, 2^20 x
+ * 2^19 is 2^31 of them, one too many; 16 columns fewer fit.
+ */
+static void test_grid_limit(void)
+{
+	struct catalog *c = catalog_new();
+	struct gemmd_error err;
+	struct kernel_info k;
+	struct gemm_plan p;
+
+	CHECK_EQ_INT(kernel_info_parse("kernel=k_small schedule=ws dtype=bf16 "
+				       "layout=tn tile=16x16x64 threads=128 "
+				       "smem_fixed=1024 smem_stage=4096 "
+				       "min_stages=2 max_stages=4",
+				       "k_small.cubin", &k),
+		     0);
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	CHECK(plan(c, "{\"m\":1048576,\"n\":524288,\"k\":64}", NULL, &p, &err) <
+	      0);
+	CHECK_EQ_INT(err.status, 422);
+	CHECK_STREQ(err.code, "unsupported");
+	CHECK_STREQ(err.field, "kernel.tile");
+	CHECK(strstr(err.message, "2147483648 clusters, more than a grid "
+				  "holds") != NULL);
+	expect_plan(c, "{\"m\":1048576,\"n\":524272,\"k\":64}", NULL, &p);
+	CHECK_EQ_INT(p.grid[0], 2147418112u);
+	catalog_free(c);
+}
+
 static void test_refusals(void)
 {
 	struct catalog *c = make_catalog();
@@ -1642,6 +1672,7 @@ int main(void)
 	RUN_TEST(test_order);
 	RUN_TEST(test_auto_choice);
 	RUN_TEST(test_refusals);
+	RUN_TEST(test_grid_limit);
 	RUN_TEST(test_stages_pick);
 	RUN_TEST(test_decomposition);
 	RUN_TEST(test_placement);
