@@ -1349,8 +1349,10 @@ static void test_device_limits(void)
 {
 	const char *a = "{\"sm_count\":132,\"max_smem_per_block_optin\":"
 			"232448,\"memory_bytes\":150000000000,"
+			"\"l2_bytes\":52428800,"
 			"\"cublaslt\":{\"available\":true}}";
-	const char *b = "{\"sm_count\":114,\"memory_bytes\":80000000000}";
+	const char *b = "{\"sm_count\":114,\"memory_bytes\":80000000000,"
+			"\"l2_bytes\":-1}";
 	struct device_limits x, y;
 	json_t *ja = json_loads(a, 0, NULL), *jb = json_loads(b, 0, NULL);
 
@@ -1359,14 +1361,26 @@ static void test_device_limits(void)
 	CHECK_EQ_INT(x.smem_optin, 232448);
 	CHECK(x.memory_bytes == 150000000000ull);
 	CHECK(x.cublaslt);
+	CHECK_EQ_INT(x.l2_bytes, 50 << 20);
 	device_limits_from_json(jb, &y);
 	CHECK_EQ_INT(y.smem_optin, 0); /* not known */
 	CHECK(!y.cublaslt); /* not said: not available */
-	/* either device: the smaller one's limits, cuBLASLt only if both */
+	CHECK_EQ_INT(y.l2_bytes, 0); /* nonsense: not known */
+	/*
+	 * either device: the smaller one's limits, cuBLASLt only if both,
+	 * but the larger L2, so that cold timing flushes either one's
+	 */
 	device_limits_merge(&x, &y);
 	CHECK_EQ_INT(x.sm_count, 114);
 	CHECK(x.memory_bytes == 80000000000ull);
 	CHECK(!x.cublaslt);
+	CHECK_EQ_INT(x.l2_bytes, 50 << 20);
+	/* the other way round: the larger L2 is the one merged in */
+	device_limits_from_json(jb, &x);
+	device_limits_from_json(ja, &y);
+	device_limits_merge(&x, &y);
+	CHECK(x.memory_bytes == 80000000000ull);
+	CHECK_EQ_INT(x.l2_bytes, 50 << 20);
 	json_decref(ja);
 	json_decref(jb);
 }
