@@ -408,6 +408,7 @@ static void test_family(void)
 
 #define JOB(x) "{\"m\":1,\"n\":1,\"k\":8," x "}"
 #define KERNEL(x) JOB("\"kernel\":{" x "}")
+#define TIMING(x) JOB("\"timing\":{" x "}")
 
 /* Every new field: a wrong type and a wrong value, named by its path. */
 static void test_family_errors(void)
@@ -644,6 +645,94 @@ static void test_fields(void)
 		     "timing");
 }
 
+/*
+ * Each limit the API promises, at the limit and one past it: the planner
+ * counts on them (dimensions of at most 2^20 keep m * n * k and the grid
+ * in range), and a limit moved by one would pass the tests of values far
+ * outside it.
+ */
+static void test_limits(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(parse("{\"m\":1048576,\"n\":1048576,\"k\":1048576}", &s,
+			   &err),
+		     0);
+	CHECK_EQ_INT(s.m, 1048576);
+	CHECK_EQ_INT(s.n, 1048576);
+	CHECK_EQ_INT(s.k, 1048576);
+	expect_error("{\"m\":1048577,\"n\":1,\"k\":8}", "out_of_range", "m");
+	expect_error("{\"m\":1,\"n\":1048577,\"k\":8}", "out_of_range", "n");
+	expect_error("{\"m\":1,\"n\":1,\"k\":1048577}", "out_of_range", "k");
+	CHECK(parse("{\"m\":1,\"n\":1,\"k\":1048577}", &s, &err) < 0);
+	CHECK_STREQ(err.message, "'k' is 1048577, outside 1..1048576");
+
+	CHECK_EQ_INT(parse(TIMING("\"warmup\":10000,\"iterations\":100000"), &s,
+			   &err),
+		     0);
+	CHECK_EQ_INT(s.warmup, 10000);
+	CHECK_EQ_INT(s.iterations, 100000);
+	expect_error(TIMING("\"warmup\":10001"), "out_of_range",
+		     "timing.warmup");
+	expect_error(TIMING("\"iterations\":100001"), "out_of_range",
+		     "timing.iterations");
+	CHECK_EQ_INT(parse(TIMING("\"cooldown_ms\":5000"), &s, &err), 0);
+	CHECK_EQ_INT(s.cooldown_ms, 5000);
+	expect_error(TIMING("\"min_time_ms\":10001"), "out_of_range",
+		     "timing.min_time_ms");
+
+	CHECK_EQ_INT(parse(KERNEL("\"stages\":64"), &s, &err), 0);
+	CHECK_EQ_INT(s.stages, 64);
+	CHECK_EQ_INT(parse(KERNEL("\"cluster\":[8,2]"), &s, &err), 0);
+	CHECK_EQ_INT(parse(KERNEL("\"cluster\":[2,8]"), &s, &err), 0);
+	expect_error(KERNEL("\"cluster\":[1,16]"), "out_of_range",
+		     "kernel.cluster[1]");
+	expect_error(KERNEL("\"cluster\":[4,8]"), "invalid_value",
+		     "kernel.cluster");
+
+	CHECK_EQ_INT(parse(JOB("\"device\":255"), &s, &err), 0);
+	CHECK_EQ_INT(s.device, 255);
+	expect_error(JOB("\"device\":256"), "out_of_range", "device");
+	CHECK_EQ_INT(parse(JOB("\"device\":-1"), &s, &err), 0);
+	CHECK_EQ_INT(s.device, -1);
+
+	CHECK_EQ_INT(parse(JOB("\"verify\":{\"seed\":9223372036854775807}"), &s,
+			   &err),
+		     0);
+	CHECK(s.seed == (uint64_t)INT64_MAX);
+	CHECK_EQ_INT(
+		parse(JOB("\"alpha\":-1000000,\"beta\":1000000"), &s, &err), 0);
+	expect_error(JOB("\"beta\":1000000.5"), "out_of_range", "beta");
+	expect_error(JOB("\"alpha\":-1000000.5"), "out_of_range", "alpha");
+}
+
+/*
+ * null where the plan picks (tile, stages, swizzle) or the job leaves it
+ * open (device, iterations, baseline): back to the default, whatever the
+ * field said before it (keys are read in order; a later one wins only as
+ * a duplicate, which is refused, so null is checked on its own).
+ */
+static void test_nulls(void)
+{
+	struct gemmd_error err;
+	struct gemm_spec s;
+
+	CHECK_EQ_INT(parse(KERNEL("\"tile\":null,\"stages\":null,"
+				  "\"swizzle\":null"),
+			   &s, &err),
+		     0);
+	CHECK_EQ_INT(s.tile.m, 0);
+	CHECK_EQ_INT(s.stages, 0);
+	CHECK_EQ_INT(s.swizzle, 0);
+	CHECK_EQ_INT(parse(JOB("\"device\":null"), &s, &err), 0);
+	CHECK_EQ_INT(s.device, -1);
+	expect_error(KERNEL("\"stages\":\"4\""), "invalid_type",
+		     "kernel.stages");
+	expect_error(KERNEL("\"tile\":128"), "invalid_type", "kernel.tile");
+	expect_error(JOB("\"device\":\"0\""), "invalid_type", "device");
+}
+
 /* A label fills its buffer but for the NUL; one byte more is refused. */
 static void test_label_length(void)
 {
@@ -665,8 +754,6 @@ static void test_label_length(void)
 	expect_error("{\"m\":1,\"n\":1,\"k\":8,\"label\":7}", "invalid_type",
 		     "label");
 }
-
-#define TIMING(x) "{\"m\":1,\"n\":1,\"k\":8,\"timing\":{" x "}}"
 
 static void test_timing_fields(void)
 {
@@ -819,6 +906,8 @@ int main(void)
 	RUN_TEST(test_raw_nul);
 	RUN_TEST(test_too_deep);
 	RUN_TEST(test_fields);
+	RUN_TEST(test_limits);
+	RUN_TEST(test_nulls);
 	RUN_TEST(test_label_length);
 	RUN_TEST(test_timing_json);
 	RUN_TEST(test_timing_fields);
