@@ -330,6 +330,57 @@ static void test_keys(void)
 	job_store_free(s);
 }
 
+/*
+ * The counts /metrics shows: jobs created and ended by final state since
+ * start, the dropped ones too, and the jobs kept now by state.
+ */
+static void test_counts(void)
+{
+	struct job_store *s = job_store_new(10, 1, 600);
+	struct gemm_spec spec = spec_for(-1), dry = spec_for(-1);
+	struct job_counts c;
+	struct job *j[4];
+	int i;
+
+	dry.dry_run = true;
+	job_store_counts(s, &c);
+	CHECK_EQ_INT(c.created, 0);
+	CHECK_EQ_INT(c.kept[JOB_QUEUED], 0);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
+	CHECK_EQ_INT(job_store_add(s, &dry, &j[3]), 0);
+	job_start(s, j[0], NULL);
+	job_store_counts(s, &c);
+	CHECK_EQ_INT(c.created, 4);
+	CHECK_EQ_INT(c.kept[JOB_QUEUED], 3); /* the dry run is queued too */
+	CHECK_EQ_INT(c.kept[JOB_RUNNING], 1);
+	for (i = JOB_DONE; i < _JOB_STATE_MAX; i++)
+		CHECK_EQ_INT(c.ended[i], 0);
+
+	job_finish(s, j[0], JOB_DONE, NULL, NULL);
+	job_finish(s, j[1], JOB_FAILED, NULL, "x");
+	job_finish(s, j[2], JOB_CANCELLED, NULL, NULL);
+	job_finish(s, j[3], JOB_DONE, NULL, "dry run");
+	/* a final job's second end is not counted */
+	job_finish(s, j[3], JOB_TIMEOUT, NULL, NULL);
+	job_store_counts(s, &c);
+	CHECK_EQ_INT(c.created, 4);
+	CHECK_EQ_INT(c.ended[JOB_DONE], 2);
+	CHECK_EQ_INT(c.ended[JOB_FAILED], 1);
+	CHECK_EQ_INT(c.ended[JOB_CANCELLED], 1);
+	CHECK_EQ_INT(c.ended[JOB_TIMEOUT], 0);
+	CHECK_EQ_INT(c.ended[JOB_QUEUED], 0);
+	CHECK_EQ_INT(c.ended[JOB_RUNNING], 0);
+	/* max-kept 1: only the last to end is kept, as done */
+	CHECK_EQ_INT(job_store_count(s), 1);
+	CHECK_EQ_INT(c.kept[JOB_DONE], 1);
+	CHECK_EQ_INT(c.kept[JOB_FAILED], 0);
+	CHECK_EQ_INT(c.kept[JOB_CANCELLED], 0);
+	CHECK_EQ_INT(c.kept[JOB_QUEUED], 0);
+	CHECK_EQ_INT(c.kept[JOB_RUNNING], 0);
+	job_store_free(s);
+}
+
 static void test_state_names(void)
 {
 	CHECK_STREQ(job_state_to_string(JOB_TIMEOUT), "timeout");
@@ -350,6 +401,7 @@ int main(void)
 	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_pages);
 	RUN_TEST(test_keys);
+	RUN_TEST(test_counts);
 	RUN_TEST(test_state_names);
 	return check_exit();
 }
