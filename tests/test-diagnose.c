@@ -130,6 +130,51 @@ static void test_ambiguous(void)
 	CHECK_EQ_INT(d.used, 1);
 }
 
+/*
+ * Four k-tiles of 64 whose partial sums are given: a[i] 1, and b the sum
+ * at each k-tile's first element, 0 elsewhere.
+ */
+static void sums_of(float *x, float *y, const double *sums, unsigned int n)
+{
+	for (unsigned int i = 0; i < n * 64; i++) {
+		x[i] = 1.0f;
+		y[i] = i % 64 ? 0.0f : (float)sums[i / 64];
+	}
+}
+
+/*
+ * A stage that held another slot's k-tile: the sums 1 10 3 5 on a ring of
+ * two leave k-tile 0 reading 1's data the only explanation of +9, and it
+ * is in the other slot.  With +2, k-tile 0 reading 2's data (its own
+ * slot) fits, and so does 2 reading 3's (the other slot): the stage's
+ * own slot, the likely race, is tried first and alone decides.
+ */
+static void test_other_slot(void)
+{
+	static const double sums[4] = { 1, 10, 3, 5 };
+	static float x[4 * 64], y[4 * 64];
+	const struct gemm_tile t = { 128, 128, 64 };
+	struct kdiag d;
+
+	sums_of(x, y, sums, 4);
+	diagnose_element(&t, 2, 0, 0, x, y, 4 * 64, 9.0, 0.25, &d);
+	CHECK_EQ_INT(d.kind, KDIAG_REPLACED);
+	CHECK_EQ_INT(d.k_tile, 0);
+	CHECK_EQ_INT(d.stage, 0);
+	CHECK_EQ_INT(d.other_k_tile, 1);
+	CHECK_EQ_INT(d.other_stage, 1);
+	diagnose_element(&t, 2, 0, 0, x, y, 4 * 64, 2.0, 0.25, &d);
+	CHECK_EQ_INT(d.kind, KDIAG_REPLACED);
+	CHECK_EQ_INT(d.k_tile, 0);
+	CHECK_EQ_INT(d.other_k_tile, 2);
+	CHECK_EQ_INT(d.other_stage, 0);
+	/* no ring to speak of: nothing is traced */
+	diagnose_element(&t, 0, 0, 0, x, y, 4 * 64, 4.0, 0.25, &d);
+	CHECK_EQ_INT(d.kind, KDIAG_NONE);
+	CHECK_EQ_INT(d.k_tile, -1);
+	CHECK_EQ_INT(d.stage, -1);
+}
+
 /* A small deterministic generator: randint's [-2, 2] without the GPU. */
 static uint32_t lcg(uint32_t *x)
 {
@@ -283,6 +328,7 @@ int main(void)
 	RUN_TEST(test_stale_stage);
 	RUN_TEST(test_missing_and_doubled);
 	RUN_TEST(test_ambiguous);
+	RUN_TEST(test_other_slot);
 	RUN_TEST(test_tile_narrows);
 	RUN_TEST(test_half_ulp);
 	RUN_TEST(test_json);
