@@ -210,6 +210,73 @@ static void test_energy_counter_steps(void)
 	CHECK(isnan(tele.energy_j));
 }
 
+/*
+ * Clock event reasons, one answer per reading: REASON_FAILS is a read
+ * that fails, as is every read past the end.
+ */
+#define REASON_FAILS (~0ull)
+static const unsigned long long reason_answers[] = {
+	GEMM_THROTTLE_GPU_IDLE,
+	GEMM_THROTTLE_SW_POWER_CAP, /* no slowdown of the kernel's */
+	GEMM_THROTTLE_HW_THERMAL | GEMM_THROTTLE_APP_CLOCKS,
+	REASON_FAILS, /* right after a slowdown */
+	GEMM_THROTTLE_HW_POWER_BRAKE,
+	1ull << 40, /* a reason newer than the table */
+};
+static unsigned int reason_reads;
+
+static nvml_ret fake_reasons(nvml_dev d, unsigned long long *bits)
+{
+	(void)d;
+	if (reason_reads >= ARRAY_SIZE(reason_answers) ||
+	    reason_answers[reason_reads] == REASON_FAILS) {
+		reason_reads++;
+		return 999; /* NVML_ERROR_UNKNOWN */
+	}
+	*bits = reason_answers[reason_reads++];
+	return NVML_SUCCESS;
+}
+
+/*
+ * nvml_track_sample() says whether the reading it took shows the kernel
+ * slowed down (GEMM_THROTTLE_SLOWDOWN; timing counts those samples), not
+ * whether any reason is set; a reading that fails says no, and leaves
+ * what was seen before; every reason seen is kept.
+ */
+static void test_reasons(void)
+{
+	static const bool slowed[] = { false, false, true, false,
+				       true,  false, false };
+	struct nvml n = { .reasons = fake_reasons };
+	struct gemm_telemetry tele;
+	struct nvml_track t;
+
+	reason_reads = 0;
+	nvml_track_start(&t, &n, 4);
+	for (size_t i = 0; i < ARRAY_SIZE(slowed); i++) {
+		t.last_us = 0;
+		CHECK_EQ_INT(nvml_track_sample(&t), slowed[i]);
+	}
+	CHECK_EQ_INT(reason_reads, 7);
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(tele.reasons_known);
+	CHECK(tele.reasons_seen ==
+	      (GEMM_THROTTLE_GPU_IDLE | GEMM_THROTTLE_SW_POWER_CAP |
+	       GEMM_THROTTLE_HW_THERMAL | GEMM_THROTTLE_APP_CLOCKS |
+	       GEMM_THROTTLE_HW_POWER_BRAKE | 1ull << 40));
+
+	/* a driver that never answers: not known, and never slowed */
+	reason_reads = ARRAY_SIZE(reason_answers);
+	nvml_track_start(&t, &n, 4);
+	t.last_us = 0;
+	CHECK(!nvml_track_sample(&t));
+	nvml_track_finish(&t, &tele);
+	nvml_track_free(&t);
+	CHECK(!tele.reasons_known);
+	CHECK(tele.reasons_seen == 0);
+}
+
 static nvml_ret fake_driver(char *buf, unsigned int len)
 {
 	snprintf(buf, len, "580.159.04");
@@ -245,6 +312,7 @@ int main(void)
 	RUN_TEST(test_instant_power_lacking);
 	RUN_TEST(test_track_without_nvml);
 	RUN_TEST(test_energy_counter_steps);
+	RUN_TEST(test_reasons);
 	RUN_TEST(test_identity);
 	return check_exit();
 }
