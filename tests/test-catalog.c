@@ -741,6 +741,45 @@ static void test_duplicate_order(void)
 	rmdir(dir);
 }
 
+/*
+ * kernels_digest: each kernel's name and its cubin's digest, a line each
+ * in the catalog's order ("name digest\n"), hashed; the values here are
+ * sha256sum's.  Nodes compare it to tell whether they run the same code.
+ */
+static void test_digest(void)
+{
+	struct kernel_info k = { 0 };
+	struct catalog *c = catalog_new();
+	char d[SHA256_TAG_LEN], first[SHA256_TAG_LEN];
+
+	catalog_digest(c, d);
+	CHECK_STREQ(d, "sha256:e3b0c44298fc1c149afbf4c8996fb924"
+		       "27ae41e4649b934ca495991b7852b855");
+	snprintf(k.name, sizeof(k.name), "a");
+	snprintf(k.digest, sizeof(k.digest), "sha256:x");
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	snprintf(k.name, sizeof(k.name), "b");
+	k.digest[0] = '\0'; /* no cubin read */
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	catalog_digest(c, first);
+	/* printf 'a sha256:x\nb \n' | sha256sum */
+	CHECK_STREQ(first, "sha256:a0eefdbf63f4dbf2a8dbd573f07d3568"
+			   "592858b5435e72cb00c2cdb461f10454");
+	catalog_free(c);
+
+	/* the same kernels from another cubin: another digest */
+	c = catalog_new();
+	snprintf(k.name, sizeof(k.name), "a");
+	snprintf(k.digest, sizeof(k.digest), "sha256:y");
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	snprintf(k.name, sizeof(k.name), "b");
+	k.digest[0] = '\0';
+	CHECK_EQ_INT(catalog_add(c, &k), 0);
+	catalog_digest(c, d);
+	CHECK(strcmp(d, first) != 0);
+	catalog_free(c);
+}
+
 int main(void)
 {
 	RUN_TEST(test_note_parse);
@@ -755,5 +794,6 @@ int main(void)
 	RUN_TEST(test_stale_duplicate);
 	RUN_TEST(test_duplicate_order);
 	RUN_TEST(test_odd_files);
+	RUN_TEST(test_digest);
 	return check_exit();
 }
