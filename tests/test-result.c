@@ -732,10 +732,28 @@ static void test_launch(void)
 	CHECK(fabs(b.launch.waves - 3.875) < 1e-12);
 	json_decref(j);
 
+	/* malformed: an error, not a guess */
+	a.launch.grid[0] = 104;
+	j = result_to_json(&a);
+	l = json_object_get(j, "launch");
+	json_array_set_new(json_object_get(l, "grid"), 1, json_integer(-2));
+	CHECK(result_from_json(j, &b) < 0);
+	json_array_set_new(json_object_get(l, "grid"), 1, json_integer(2));
+	json_object_set_new(l, "ctas", json_integer(-1));
+	CHECK(result_from_json(j, &b) < 0);
+	json_object_del(l, "ctas");
+	CHECK(result_from_json(j, &b) < 0);
+	json_decref(j);
+
 	/* No launch reported: none read. */
 	a.launch = (struct gemm_launch){ 0 };
 	j = result_to_json(&a);
 	CHECK(json_object_get(j, "launch") == NULL);
+	memset(&b, 0xff, sizeof(b));
+	CHECK_EQ_INT(result_from_json(j, &b), 0);
+	CHECK_EQ_INT(b.launch.ctas, 0);
+	CHECK_EQ_INT(b.launch.grid[0], 0);
+	CHECK_EQ_INT(b.launch.clusters, 0);
 	json_decref(j);
 }
 
