@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "result.h"
 #include "spec.h"
 #include "util.h"
 #include "workers.h"
@@ -684,6 +686,7 @@ static void on_result(struct worker *w, json_t *msg)
 	struct workers *p = w->pool;
 	const char *id = json_string_value(json_object_get(msg, "id"));
 	json_t *result = json_object_get(msg, "result");
+	struct gemm_result check;
 
 	/* Too late: its job ended when the worker was killed for it. */
 	if (!w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL))
@@ -697,6 +700,17 @@ static void on_result(struct worker *w, json_t *msg)
 		worker_fault(w, "sent a result without one");
 		return;
 	}
+	/*
+	 * Served as it came, but read first as gemmd reads results: one
+	 * with its timing or verdict missing or mistyped (a worker of
+	 * another build, or a bug) is the worker's fault, not a "done" job
+	 * whose answer clients cannot use.
+	 */
+	if (result_from_json(result, &check) < 0) {
+		worker_fault(w, "sent a result gemmd cannot read");
+		return;
+	}
+	free(check.timing.raw_us);
 	job_finish(p->jobs, w->job, JOB_DONE, json_incref(result), NULL);
 	worker_job_done(w);
 }

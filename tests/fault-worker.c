@@ -3,8 +3,8 @@
  * fault-worker - a gemmd-worker that breaks on purpose, so that tests can
  * drive gemmd's supervision (tests/workers.test) and gemmctl tune's sweep
  * (tests/gemmctl-tune.test) through their error paths on any machine.  It
- * never runs a job and never sends a result: a job it is given fails, one
- * way or another, or never ends.
+ * never runs a job and never sends a real result: a job it is given fails,
+ * one way or another, or never ends.
  *
  * GEMMD_FAULT_FILE names a file of one line per device.  "--probe" lists
  * that many devices (each with no GPU behind it), and the worker for
@@ -29,6 +29,8 @@
  *                another job's id and then with an error for its own
  *   stray_crash  say hello, then answer the first job with an error for
  *                another job's id and abort()
+ *   bad_result   say hello, then answer every job with a result that
+ *                has no timing
  *   exit         exit 1 at once
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
@@ -172,6 +174,11 @@ static int on_job(int fd, const char *fault, const char *id)
 		send_garbage(fd);
 		return 0;
 	}
+	if (!strcmp(fault, "bad_result"))
+		return send_json(fd, json_pack("{s:s, s:s, s:{s:f, s:{s:b}}}",
+					       "type", "result", "id", id,
+					       "result", "tflops", 1.0,
+					       "verify", "checked", 0));
 	if (!strcmp(fault, "sticky_hang")) {
 		send_error(fd, id, true);
 		for (;;)
