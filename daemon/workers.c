@@ -642,14 +642,22 @@ static void worker_job_done(struct worker *w)
 	w->job = NULL;
 	w->timer = sd_event_source_disable_unref(w->timer);
 	/*
-	 * An answer read after the worker was killed (past the deadline,
-	 * the answer and the timer in one turn of the loop) or after it
-	 * died (drained from its socket): it stays busy until it is gone,
-	 * as after a cancel.  A next job sent now would fail as killed
-	 * without having run.
+	 * An answer drained from the socket of a worker that has died
+	 * (on_worker_exit()) leaves it as it is: a next job sent to it
+	 * would fail as killed without having run.  (One from a worker
+	 * killed for its job never gets here: killed_for_job().)
 	 */
 	if (w->state == WORKER_BUSY && w->kill == KILL_NONE && w->pid > 0)
 		worker_set_state(w, WORKER_READY);
+}
+
+/*
+ * Killed for its job's deadline or a cancel, which ended the job then:
+ * what the worker still says of it comes too late.
+ */
+static bool killed_for_job(const struct worker *w)
+{
+	return !w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL);
 }
 
 static void on_hello(struct worker *w, json_t *msg)
@@ -688,8 +696,7 @@ static void on_result(struct worker *w, json_t *msg)
 	json_t *result = json_object_get(msg, "result");
 	struct gemm_result check;
 
-	/* Too late: its job ended when the worker was killed for it. */
-	if (!w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL))
+	if (killed_for_job(w))
 		return;
 	if (!w->job || !id || strcmp(id, w->job->id) != 0) {
 		log_warning("Worker %d sent a result for a job it does not run",
@@ -733,11 +740,9 @@ static void on_error(struct worker *w, json_t *msg)
 	const char *text = json_string_value(json_object_get(msg, "message"));
 	const char *id = json_string_value(json_object_get(msg, "id"));
 	bool sticky = json_is_true(json_object_get(msg, "sticky"));
-
 	char stray[sizeof(w->last_error)];
 
-	/* Too late: its job ended when the worker was killed for it. */
-	if (!w->job && (w->kill == KILL_TIMEOUT || w->kill == KILL_CANCEL))
+	if (killed_for_job(w))
 		return;
 	/*
 	 * One for another job is logged, and kept out of last_error: a
