@@ -47,6 +47,7 @@ struct http_request {
 	char *body;
 	size_t len;
 	bool too_large;
+	bool no_memory; /* the body could not be kept (append_body()) */
 	bool nul_path; /* the path held "%00" (on_uri()) */
 	bool started;
 	bool responded;
@@ -505,29 +506,57 @@ static void check_headers(struct http_request *req, const char *version)
 				    req->srv->max_body);
 }
 
+static void drop_body(struct http_request *req)
+{
+	free(req->body);
+	req->body = NULL;
+	req->len = 0;
+}
+
 static void append_body(struct http_request *req, const char *data, size_t size)
 {
 	char *n;
 
-	if (req->too_large)
+	if (req->too_large || req->no_memory)
 		return;
 	if (req->len + size > req->srv->max_body) {
 		/* Stop keeping it; the 413 goes out when the upload ends. */
 		req->too_large = true;
-		free(req->body);
-		req->body = NULL;
-		req->len = 0;
+		drop_body(req);
 		return;
 	}
 	n = realloc(req->body, req->len + size + 1);
 	if (!n) {
-		req->too_large = true;
+		/* Not the client's fault: a 503 when the upload ends. */
+		req->no_memory = true;
+		drop_body(req);
 		return;
 	}
 	memcpy(n + req->len, data, size);
 	req->body = n;
 	req->len += size;
 	req->body[req->len] = '\0';
+}
+
+/*
+ * The answer to a body append_body() stopped keeping: over max-body is
+ * the client's to fix (413); no memory for one within it is gemmd's, and
+ * may pass (503, try again soon).
+ */
+#define NO_MEMORY_RETRY_SEC 1
+
+static int respond_body_dropped(struct http_request *req)
+{
+	struct gemmd_error e;
+
+	if (req->too_large)
+		return http_respond_errorf(req, 413, "body_too_large", NULL,
+					   "request body over %u bytes",
+					   req->srv->max_body);
+	gemmd_error_set(&e, 503, "out_of_memory", NULL,
+			"no memory to keep the request body; try again in %u s",
+			NO_MEMORY_RETRY_SEC);
+	return http_respond_error_retry(req, &e, NO_MEMORY_RETRY_SEC);
 }
 
 /*
@@ -596,12 +625,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (req->too_large)
-		return http_respond_errorf(req, 413, "body_too_large", NULL,
-					   "request body over %u bytes",
-					   s->max_body) < 0 ?
-			       MHD_NO :
-			       MHD_YES;
+	if (req->too_large || req->no_memory)
+		return respond_body_dropped(req) < 0 ? MHD_NO : MHD_YES;
 
 	s->handler(req, s->userdata);
 	if (!req->responded && !req->suspended)
