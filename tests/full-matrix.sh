@@ -7,7 +7,8 @@
 # TEXT narrows the run to the kernels whose name holds one of them.
 # FULL_GPUS="0 2" picks the GPUs (default: every one nvidia-smi lists),
 # FULL_LOGS the folder for the logs (default: a new one, kept),
-# FULL_TIMEOUT the seconds one kernel may take (default 1200).
+# FULL_TIMEOUT the seconds one kernel may take (default 1200, 0 for no
+# limit), GEMMD_KERNEL_DIR the cubins (default BUILD_DIR/kernels).
 # Exit 0 when every kernel passed, 77 when every one skipped (no GPU),
 # 2 on bad arguments, else 1.
 set -u
