@@ -671,8 +671,11 @@ static void on_hello(struct worker *w, json_t *msg)
 	 * hello never put its GPU out of service, and the jobs queued for
 	 * that GPU waited for good; and the dead one was sent a job.
 	 */
-	if (w->pid <= 0)
+	if (w->pid <= 0) {
+		log_debug("Worker %d: a hello read after it exited: no start",
+			  w->index);
 		return;
+	}
 	if (w->state != WORKER_STARTING) {
 		worker_fault(w, "said hello twice");
 		return;
