@@ -32,12 +32,19 @@
  *   bad_result   say hello, then answer every job with a result that
  *                has no timing
  *   exit         exit 1 at once
+ *   hello_late   exit once the file GEMMD_FAULT_FILE.go exists, and
+ *                leave the hello to a child, which sends it once the
+ *                worker is gone and then makes GEMMD_FAULT_FILE.sent:
+ *                the hello of a worker that died as it started, there
+ *                to be found in its socket after its exit
  *
  * A first line of "probe_hang" makes "--probe" hang instead.
  * GEMMD_FAULT_NAME, when set, is every device's name, so that tests can
  * give gemmd one that must be escaped.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,6 +166,36 @@ static void sleep_ms(unsigned int ms)
 		;
 }
 
+/* GEMMD_FAULT_FILE with SUFFIX: a file the test makes or waits for. */
+static void marker(const char *suffix, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", getenv("GEMMD_FAULT_FILE"), suffix);
+}
+
+/*
+ * "hello_late": gone before its hello is sent, for the test that stops
+ * gemmd across both; the child that sends it says when it has.
+ */
+static void hello_late(int fd)
+{
+	char go[PATH_MAX], sent[PATH_MAX];
+	pid_t worker = getpid();
+	int out;
+
+	marker(".go", go, sizeof(go));
+	marker(".sent", sent, sizeof(sent));
+	while (access(go, F_OK) < 0)
+		sleep_ms(10);
+	if (fork() != 0)
+		return;
+	while (getppid() == worker)
+		sleep_ms(10);
+	if (send_hello(fd) < 0)
+		_exit(1);
+	out = open(sent, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	_exit(out < 0);
+}
+
 /* What to do with one "run" message; returns <0 to stop reading. */
 static int on_job(int fd, const char *fault, const char *id)
 {
@@ -210,6 +247,10 @@ static int serve(unsigned int device, int fd)
 		return 1;
 	while (!strcmp(fault, "silent"))
 		pause();
+	if (!strcmp(fault, "hello_late")) {
+		hello_late(fd);
+		return 0;
+	}
 	if (send_hello(fd) < 0)
 		return 1;
 	if (!strcmp(fault, "hello_twice") && send_hello(fd) < 0)
