@@ -68,20 +68,29 @@ static int hold(pid_t pid, unsigned long ms)
 	return 0;
 }
 
-int kill(pid_t pid, int sig)
+/* The delay in ms, read once at load; 0: SIGKILL is not held. */
+static unsigned long delay_ms;
+
+__attribute__((constructor)) static void read_delay(void)
 {
 	const char *delay = getenv("GEMMD_TEST_KILL_DELAY_MS");
 	char *end;
 	unsigned long ms;
 
-	if (sig != SIGKILL || pid <= 0 || !delay || !*delay)
-		return send_now(pid, sig);
+	if (!delay || !*delay)
+		return;
 	errno = 0;
 	ms = strtoul(delay, &end, 10);
-	if (errno || *end)
+	if (!errno && !*end)
+		delay_ms = ms;
+}
+
+int kill(pid_t pid, int sig)
+{
+	if (sig != SIGKILL || pid <= 0 || !delay_ms)
 		return send_now(pid, sig);
 	/* The target must exist now, as kill() itself would check. */
 	if (send_now(pid, 0) < 0)
 		return -1;
-	return hold(pid, ms);
+	return hold(pid, delay_ms);
 }
