@@ -27,6 +27,7 @@
  *                           non-empty value fails each job
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@
 #include "result.h"
 #include "spec.h"
 #include "util.h"
+#include "version.h"
 
 #define EXIT_STICKY 3
 
@@ -231,6 +233,35 @@ static int run_once(const struct options *o)
 	return 0;
 }
 
+static void usage(void)
+{
+	printf("Usage: gemmd-worker --probe\n"
+	       "       gemmd-worker --device N --fd FD [--kernel-dir DIR]\n"
+	       "       gemmd-worker --device N --once JOB.json [--kernel-dir DIR]\n"
+	       "The per-GPU worker of gemmd, which starts it; --once runs one job\n"
+	       "by hand and prints its plan and result.\n\n"
+	       "  -p, --probe              list the GPUs as JSON and exit\n"
+	       "  -d, --device N           the GPU to own (default 0)\n"
+	       "  -f, --fd FD              the supervisor's socket\n"
+	       "  -k, --kernel-dir DIR     where the cubins are\n"
+	       "  -o, --once JOB.json      run the job in the file\n"
+	       "  -h, --help               this text\n"
+	       "  -V, --version            print the version\n");
+}
+
+static int parse_number(const char *name, const char *s, int *ret)
+{
+	unsigned int x;
+
+	if (parse_uint(s, INT_MAX, &x) < 0) {
+		log_error("Bad value for --%s: '%s'", name, s);
+		return -EINVAL;
+	}
+	*ret = (int)x;
+	return 0;
+}
+
+/* 1: done (help, version); 0: go on; -EINVAL: a bad command line. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
@@ -239,43 +270,61 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "fd", required_argument, NULL, 'f' },
 		{ "kernel-dir", required_argument, NULL, 'k' },
 		{ "once", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
-	int opt;
+	int opt, r = 0;
 
 	o->device = 0;
 	o->fd = -1;
 	o->kernel_dir = KERNELDIR;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'p')
+	while (r == 0 && (opt = getopt_long(argc, argv, "pd:f:k:o:hV", opts,
+					    NULL)) != -1) {
+		if (opt == 'p') {
 			o->probe = true;
-		else if (opt == 'd')
-			o->device = atoi(optarg);
-		else if (opt == 'f')
-			o->fd = atoi(optarg);
-		else if (opt == 'k')
+		} else if (opt == 'd') {
+			r = parse_number("device", optarg, &o->device);
+		} else if (opt == 'f') {
+			r = parse_number("fd", optarg, &o->fd);
+		} else if (opt == 'k') {
 			o->kernel_dir = optarg;
-		else if (opt == 'o')
+		} else if (opt == 'o') {
 			o->once = optarg;
-		else
+		} else if (opt == 'h') {
+			usage();
+			return 1;
+		} else if (opt == 'V') {
+			printf("gemmd-worker %s (build %s)\n", PACKAGE_VERSION,
+			       GEMMD_BUILD);
+			return 1;
+		} else {
 			return -EINVAL;
+		}
 	}
-	if (!o->probe && !o->once && o->fd < 0)
+	if (r < 0)
+		return r;
+	if (optind < argc) {
+		log_error("Unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
+	}
+	if (!o->probe && !o->once && o->fd < 0) {
+		log_error("One of --probe, --fd or --once is needed; "
+			  "see gemmd-worker --help");
+		return -EINVAL;
+	}
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
+	int r;
 
 	log_setup("gemmd-worker");
-	if (parse_args(argc, argv, &o) < 0) {
-		fprintf(stderr,
-			"usage: gemmd-worker --probe | --device N "
-			"(--fd FD | --once JOB.json) [--kernel-dir DIR]\n");
-		return 2;
-	}
+	r = parse_args(argc, argv, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
 	if (o.probe)
 		return do_probe();
 	if (o.once)
