@@ -252,6 +252,8 @@ static long retry_after(CURL *curl)
 	return 0;
 }
 
+#define CURL_TIMEOUT_MAX_S ((long)(INT_MAX / 1000))
+
 static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
 		      long timeout_s, char *errbuf, struct sink *sink)
 {
@@ -266,7 +268,14 @@ static int set_common(CURL *curl, const char *url, struct curl_slist *headers,
 	cc |= curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	cc |= curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
 	cc |= curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink);
-	cc |= curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+	/*
+	 * libcurl refuses a timeout past INT_MAX ms (24.8 days) outright;
+	 * gemmctl takes up to a year, and that long is no limit anyway.
+	 */
+	cc |= curl_easy_setopt(curl, CURLOPT_TIMEOUT,
+			       timeout_s > CURL_TIMEOUT_MAX_S ?
+				       CURL_TIMEOUT_MAX_S :
+				       timeout_s);
 	cc |= curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	cc |= curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
