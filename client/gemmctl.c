@@ -1131,6 +1131,11 @@ static int base_url(const char *opt, char **ret)
 	if (!*url)
 		return usage_error("%s is empty: give gemmd's URL",
 				   opt ? "--url" : "GEMMD_URL");
+	/* Each request's path goes after it: a query would swallow it. */
+	if (strpbrk(url, "?#"))
+		return usage_error("%s '%s' has a query or fragment: give "
+				   "gemmd's address alone",
+				   opt ? "--url" : "GEMMD_URL", url);
 	*ret = strdup(url);
 	if (!*ret)
 		return -ENOMEM;
