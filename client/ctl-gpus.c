@@ -55,6 +55,20 @@ static int get_devices(struct gpus *g)
 		json_decref(devices);
 		return CTL_EXIT_ERROR;
 	}
+	/* Checked before any job is made: each job names its GPU by it. */
+	for (i = 0; i < n; i++) {
+		json_t *index =
+			json_object_get(json_array_get(devices, i), "index");
+
+		if (!json_is_integer(index) || json_integer_value(index) < 0) {
+			fprintf(stderr,
+				"gemmctl: gpus: GET %s/v1/devices: device %zu "
+				"has no index\n",
+				g->http->url, i);
+			json_decref(devices);
+			return CTL_EXIT_ERROR;
+		}
+	}
 	g->runs = calloc(n, sizeof(*g->runs));
 	g->n = g->runs ? n : 0; /* gpus_done() walks them */
 	for (i = 0; i < g->n; i++)
@@ -122,7 +136,18 @@ static char *job_path(const json_t *job, const char *suffix)
  */
 static int give_up(struct gpus *g, struct gpu_run *run, const char *why)
 {
-	ctl_job_delete(g->http, ctl_jstr(run->job, "id"));
+	const char *id = ctl_jstr(run->job, "id");
+	json_t *ended;
+
+	/* 409: it ended between the last look and the cancel; take that. */
+	if (ctl_job_delete(g->http, id) == 409) {
+		ended = ctl_job_ended(g->http, id);
+		if (ended) {
+			json_decref(run->job);
+			run->job = ended;
+			return CTL_EXIT_OK;
+		}
+	}
 	run->why = strdup(why);
 	return run->why ? CTL_EXIT_OK : -ENOMEM;
 }
@@ -288,6 +313,38 @@ static void gpus_done(struct gpus *g)
 	json_decref(g->base);
 }
 
+/* Each DELETE after the check failed gets this long at most. */
+#define ABORT_CANCEL_S 5L
+
+/*
+ * The check stopped short (gemmd stopped answering, out of memory): the
+ * jobs it made are cancelled, best effort, rather than left to hold
+ * their GPUs unseen.  One whose cancel got no answer is named.
+ */
+static void cancel_inflight(struct gpus *g)
+{
+	long t = g->http->timeout_s;
+	struct ctl_http http = { g->http->url,
+				 t && t < ABORT_CANCEL_S ? t : ABORT_CANCEL_S,
+				 NULL };
+	char id[64];
+	size_t i;
+	int status;
+
+	for (i = 0; i < g->n; i++) {
+		if (!ctl_job_in_flight(g->runs[i].job))
+			continue;
+		status = ctl_job_delete(&http, ctl_jstr(g->runs[i].job, "id"));
+		if (status == 409 || (status >= 200 && status < 300))
+			continue;
+		ctl_escape(id, sizeof(id), ctl_jstr(g->runs[i].job, "id"));
+		fprintf(stderr,
+			"gemmctl: gpus: job %s may still be queued or "
+			"running\n",
+			id);
+	}
+}
+
 static int run_all(struct gpus *g)
 {
 	size_t i;
@@ -297,6 +354,8 @@ static int run_all(struct gpus *g)
 		r = submit(g, &g->runs[i]);
 	for (i = 0; i < g->n && r == CTL_EXIT_OK; i++)
 		r = wait_job(g, &g->runs[i]);
+	if (r != CTL_EXIT_OK)
+		cancel_inflight(g);
 	return r;
 }
 

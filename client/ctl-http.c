@@ -524,6 +524,27 @@ int ctl_job_delete(const struct ctl_http *h, const char *job_id)
 	return status;
 }
 
+json_t *ctl_job_ended(const struct ctl_http *h, const char *job_id)
+{
+	struct ctl_reply reply = {};
+	char *id = ctl_http_escape(job_id), *path = NULL;
+	json_t *job = NULL;
+
+	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
+	    ctl_http_request(h, "GET", path, NULL, 0, 0, &reply) == 0 &&
+	    reply.status >= 200 && reply.status < 300 && reply.len)
+		job = json_loadb(reply.body, reply.len, 0, NULL);
+	ctl_reply_done(&reply);
+	free(path);
+	free(id);
+	if (!json_is_string(json_object_get(job, "id")) ||
+	    !ctl_state_is_final(ctl_jstr(job, "state"))) {
+		json_decref(job);
+		job = NULL;
+	}
+	return job;
+}
+
 const struct ctl_shape ctl_job_shape = { "a job", "id", JSON_STRING };
 
 int ctl_devices(const struct ctl_http *h, json_t **ret)

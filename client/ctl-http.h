@@ -68,6 +68,11 @@ int ctl_devices(const struct ctl_http *h, json_t **ret);
  * cancelled, 409 the job had already ended), or 0 where none came.
  */
 int ctl_job_delete(const struct ctl_http *h, const char *job_id);
+/*
+ * GET /v1/jobs/ID, unreported: the job where it has ended (what a cancel
+ * refused with 409 is told by), NULL otherwise.
+ */
+json_t *ctl_job_ended(const struct ctl_http *h, const char *job_id);
 
 /* Percent-encodes s for a path segment or query value; NULL on OOM. */
 char *ctl_http_escape(const char *s);

@@ -437,6 +437,17 @@ bool ctl_job_in_flight(const json_t *job)
 	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
 }
 
+bool ctl_state_is_final(const char *state)
+{
+	static const char *const final[] = { "done", "failed", "timeout",
+					     "cancelled" };
+
+	for (size_t i = 0; state && i < ARRAY_SIZE(final); i++)
+		if (!strcmp(state, final[i]))
+			return true;
+	return false;
+}
+
 bool ctl_job_succeeded(const json_t *job)
 {
 	const char *state = ctl_jstr(job, "state");

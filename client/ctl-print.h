@@ -51,6 +51,8 @@ bool ctl_job_succeeded(const json_t *job);
  * go on forever.
  */
 bool ctl_job_in_flight(const json_t *job);
+/* One of the states a job ends in: done, failed, timeout, cancelled. */
+bool ctl_state_is_final(const char *state);
 /* PASSED / FAILED / unchecked for a job's result.verify; "-" without one. */
 const char *ctl_job_verdict(const json_t *job);
 

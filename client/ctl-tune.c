@@ -256,17 +256,6 @@ static json_t *reply_error(const struct ctl_reply *reply)
 }
 
 /* Whether gemmd's job state is one that gemmd ends jobs in. */
-static bool state_is_final(const char *state)
-{
-	static const char *const final[] = { "done", "failed", "timeout",
-					     "cancelled" };
-
-	for (size_t i = 0; state && i < ARRAY_SIZE(final); i++)
-		if (!strcmp(state, final[i]))
-			return true;
-	return false;
-}
-
 /* --- the base job ---------------------------------------------------------- */
 
 /*
@@ -751,7 +740,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		 * since it is no longer followed.  gemmd refuses to cancel
 		 * a job that really ended (409), which changes nothing.
 		 */
-		if (!state_is_final(ctl_jstr(job, "state")))
+		if (!ctl_state_is_final(ctl_jstr(job, "state")))
 			ctl_job_delete(&t->http, c->id);
 	} else if (!job) {
 		/*
@@ -865,7 +854,7 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	if (!job)
 		return 0;
 	c->id = strdup(ctl_jstr(job, "id"));
-	if (state_is_final(ctl_jstr(job, "state"))) {
+	if (ctl_state_is_final(ctl_jstr(job, "state"))) {
 		c->state = CAND_ENDED;
 		c->job = json_incref(job);
 	} else {
@@ -875,27 +864,6 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	}
 	json_decref(job);
 	return n;
-}
-
-/* Job ID as gemmd has it now, where it has ended; NULL otherwise. */
-static json_t *ended_job(const struct ctl_http *http, const char *job_id)
-{
-	struct ctl_reply reply = {};
-	char *id = ctl_http_escape(job_id), *path = NULL;
-	json_t *job = NULL;
-
-	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
-	    ctl_http_request(http, "GET", path, NULL, 0, 0, &reply) == 0 &&
-	    is_2xx(&reply))
-		job = reply_job(&reply);
-	ctl_reply_done(&reply);
-	free(path);
-	free(id);
-	if (job && !state_is_final(ctl_jstr(job, "state"))) {
-		json_decref(job);
-		job = NULL;
-	}
-	return job;
 }
 
 /*
@@ -914,7 +882,7 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 		return true;
 	}
 	/* 409: it ended first; no answer (gemmd hung, say): not asked again */
-	c->job = status == 409 ? ended_job(http, c->id) : NULL;
+	c->job = status == 409 ? ctl_job_ended(http, c->id) : NULL;
 	c->state = c->job ? CAND_ENDED : CAND_FAILED;
 	c->why = c->job ? NULL : why;
 	return false;
