@@ -394,9 +394,50 @@ struct value_check {
 	struct gemmd_error e;
 	unsigned int keys;
 	unsigned int hosts;
+	unsigned int codings; /* Transfer-Encoding lines */
 	const char *length;
-	bool coding; /* a Transfer-Encoding was sent */
+	const char *params[8]; /* query parameters seen, for repeats */
+	unsigned int n_params;
 };
+
+/*
+ * A query parameter sent twice ("?wait=1&wait=zz") is refused: MHD hands
+ * on the first, and the second went unread, though it may be what the
+ * client meant.  Any more than the array holds are not checked: gemmd
+ * reads four at most, and a request with more has unknown ones.
+ */
+static enum MHD_Result check_param(struct value_check *v, const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < v->n_params; i++) {
+		if (strcmp(v->params[i], key))
+			continue;
+		gemmd_error_set(&v->e, 400, "invalid_value", key,
+				"parameter %s sent more than once", key);
+		return MHD_NO;
+	}
+	if (v->n_params < ARRAY_SIZE(v->params))
+		v->params[v->n_params++] = key;
+	return MHD_YES;
+}
+
+/*
+ * Two Transfer-Encoding lines mean what one line with both values does
+ * (RFC 9110 5.3), which MHD would not decode, but MHD reads the first
+ * alone: "chunked" then "gzip" was de-chunked here while a proxy in
+ * front, joining them, read the body another way.
+ */
+static enum MHD_Result check_coding(struct value_check *v)
+{
+	if (++v->codings == 1)
+		return MHD_YES;
+	gemmd_error_set(&v->e, 400, "invalid_value",
+			MHD_HTTP_HEADER_TRANSFER_ENCODING,
+			"Transfer-Encoding sent more than once: send one, "
+			"chunked");
+	return MHD_NO;
+}
 
 /* A Content-Length sent again is taken only with the same value. */
 static enum MHD_Result check_length(struct value_check *v, const char *value)
@@ -445,7 +486,9 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 	}
 	if (kind == MHD_HEADER_KIND &&
 	    !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
-		v->coding = true;
+		return check_coding(v);
+	if (kind == MHD_GET_ARGUMENT_KIND)
+		return check_param(v, key);
 	if (kind == MHD_HEADER_KIND && !strcasecmp(key, "Content-Length"))
 		return check_length(v, value);
 	return MHD_YES;
@@ -455,7 +498,7 @@ static void check_framing(struct value_check *v, const char *version)
 {
 	if (v->e.status)
 		return;
-	if (v->length && v->coding)
+	if (v->length && v->codings)
 		gemmd_error_set(&v->e, 400, "invalid_value", "Content-Length",
 				"Content-Length and Transfer-Encoding both "
 				"sent: send one");
