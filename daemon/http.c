@@ -48,6 +48,7 @@ struct http_request {
 	size_t len;
 	bool too_large;
 	bool no_memory; /* the body could not be kept (append_body()) */
+	uint64_t received; /* body bytes, kept or not */
 	bool nul_path; /* the path held "%00" (on_uri()) */
 	bool started;
 	bool responded;
@@ -556,29 +557,45 @@ static void drop_body(struct http_request *req)
 	req->len = 0;
 }
 
-static void append_body(struct http_request *req, const char *data, size_t size)
+/*
+ * A chunked body that goes over max-body is read on, not kept, so that
+ * its client gets the 413 at its end: MHD 0.9.75 takes no answer while
+ * an upload goes on.  Past this much more, the client is taken to send
+ * without end (while bytes flow, connection-timeout never fires), and
+ * the connection is closed without an answer.  A body with a
+ * Content-Length never gets there: one over max-body is refused before
+ * it is read.
+ */
+#define DROPPED_BODY_MAX (64ull << 20)
+
+/* -EMSGSIZE: close the connection, the body is past DROPPED_BODY_MAX. */
+static int append_body(struct http_request *req, const char *data, size_t size)
 {
 	char *n;
 
+	req->received += size;
+	if (req->received > req->srv->max_body + DROPPED_BODY_MAX)
+		return -EMSGSIZE;
 	if (req->too_large || req->no_memory)
-		return;
+		return 0;
 	if (req->len + size > req->srv->max_body) {
 		/* Stop keeping it; the 413 goes out when the upload ends. */
 		req->too_large = true;
 		drop_body(req);
-		return;
+		return 0;
 	}
 	n = realloc(req->body, req->len + size + 1);
 	if (!n) {
 		/* Not the client's fault: a 503 when the upload ends. */
 		req->no_memory = true;
 		drop_body(req);
-		return;
+		return 0;
 	}
 	memcpy(n + req->len, data, size);
 	req->body = n;
 	req->len += size;
 	req->body[req->len] = '\0';
+	return 0;
 }
 
 /*
@@ -664,7 +681,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (req->responded)
 		return MHD_YES;
 	if (*upload_data_size) {
-		append_body(req, upload_data, *upload_data_size);
+		if (append_body(req, upload_data, *upload_data_size) < 0) {
+			log_warning("http: a %s %s body went on past %llu "
+				    "bytes over the limit: connection closed",
+				    method, req->path,
+				    (unsigned long long)DROPPED_BODY_MAX);
+			return MHD_NO;
+		}
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
