@@ -520,10 +520,12 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static void fail_running_job(struct worker *w, const char *how);
+
 /*
  * A worker that breaks the protocol can be trusted with neither its job
- * nor the next: kill it, and let on_worker_exit() fail the job and start
- * a new one.  Said once: what it sends after that is not read.
+ * nor the next: kill it, and let on_worker_exit() start a new one.  Said
+ * once: what it sends after that is not read.
  */
 static void worker_fault(struct worker *w, const char *fmt, ...)
 {
@@ -540,8 +542,18 @@ static void worker_fault(struct worker *w, const char *fmt, ...)
 	utf8_copy(w->last_error, sizeof(w->last_error), what);
 	w->kill = KILL_FAULT;
 	worker_set_state(w, WORKER_STOPPING);
-	if (w->pid > 0)
-		kill(w->pid, SIGKILL);
+	/* Found in what it said last: on_worker_exit() ends the job. */
+	if (w->pid <= 0)
+		return;
+	kill(w->pid, SIGKILL);
+	/*
+	 * Its job ends now, with the fault, as on_deadline() ends one: a
+	 * worker stuck in the driver may outlive SIGKILL for long, and the
+	 * job stayed running all that time, to end at its deadline as a
+	 * timeout with the fault's reason lost (and the crash uncounted).
+	 */
+	w->timer = sd_event_source_disable_unref(w->timer);
+	fail_running_job(w, "killed");
 }
 
 static void worker_watch(struct worker *w, uint64_t usec,
