@@ -256,31 +256,37 @@ static int parse_schedule(json_t *v, const char *path, struct gemm_spec *spec,
 	return 0;
 }
 
-static int parse_alpha(json_t *v, const char *path, struct gemm_spec *spec,
-		       struct gemmd_error *err)
-{
-	return get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX,
-			  &spec->alpha, err);
-}
-
 /*
- * The kernels take beta as a float.  One so small that it rounds to 0
- * there would have C allocated, counted and planned for (no _packed
- * entry) while the kernel never reads it: refused, so that a job times
- * the kernel its numbers say.
+ * The kernels take alpha and beta as floats.  One so small that it
+ * rounds to 0 there is refused, so that a job times the kernel its
+ * numbers say: such a beta had C allocated, counted and planned for (no
+ * _packed entry) while the kernel never read it, and such an alpha left
+ * D all beta·C (or zeros) and the verdict vacuous.  Round to nearest
+ * takes half of the smallest float to 0 and anything over it up.
  */
-static int parse_beta(json_t *v, const char *path, struct gemm_spec *spec,
-		      struct gemmd_error *err)
+static int get_scale(json_t *v, const char *path, double *ret,
+		     struct gemmd_error *err)
 {
-	int r = get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX,
-			   &spec->beta, err);
+	int r = get_number(v, path, -SPEC_SCALE_MAX, SPEC_SCALE_MAX, ret, err);
 
-	if (r < 0 || fabs(spec->beta) <= 0.0 || fabsf((float)spec->beta) > 0.0f)
+	if (r < 0 || fabs(*ret) <= 0.0 || fabsf((float)*ret) > 0.0f)
 		return r;
 	return gemmd_error_set(err, 400, "out_of_range", path,
 			       "'%s' is %g, which is 0 as the kernels' fp32: "
-			       "give 0, or one of at least %g in size",
-			       path, spec->beta, (double)FLT_TRUE_MIN);
+			       "give 0, or one over %g in size",
+			       path, *ret, (double)FLT_TRUE_MIN / 2);
+}
+
+static int parse_alpha(json_t *v, const char *path, struct gemm_spec *spec,
+		       struct gemmd_error *err)
+{
+	return get_scale(v, path, &spec->alpha, err);
+}
+
+static int parse_beta(json_t *v, const char *path, struct gemm_spec *spec,
+		      struct gemmd_error *err)
+{
+	return get_scale(v, path, &spec->beta, err);
 }
 
 /*

@@ -473,6 +473,8 @@ static void test_family_errors(void)
 	/* 0 in the kernels' fp32, though not 0 here */
 	expect_error(JOB("\"beta\":1e-300"), "out_of_range", "beta");
 	expect_error(JOB("\"beta\":-1e-46"), "out_of_range", "beta");
+	expect_error(JOB("\"alpha\":1e-300"), "out_of_range", "alpha");
+	expect_error(JOB("\"alpha\":-7e-46"), "out_of_range", "alpha");
 	/* clusters: powers of two up to 8 a side, 16 CTAs in all */
 	expect_error(KERNEL("\"cluster\":[3,1]"), "invalid_value",
 		     "kernel.cluster[0]");
