@@ -179,6 +179,33 @@ static const char *describe(const struct gemm_spec *spec, char *buf, size_t len)
 }
 
 /*
+ * No kernel of the schedule, dtype, layout and tile asked for: the tile
+ * is named only where the schedule has kernels for that dtype and
+ * layout; "layout nt" on a schedule built for tn alone is the
+ * schedule's, whatever tile came with it.
+ */
+static int no_kernel_of_tile(const struct catalog *cat,
+			     const struct gemm_spec *spec,
+			     struct gemmd_error *err)
+{
+	struct gemm_spec any_tile = *spec;
+	char what[96];
+	size_t i;
+
+	any_tile.tile.m = 0;
+	for (i = 0; spec->tile.m && i < catalog_size(cat); i++) {
+		if (!kernel_matches(catalog_get(cat, i), &any_tile))
+			continue;
+		describe(spec, what, sizeof(what));
+		return gemmd_error_set(err, 422, "unsupported", "kernel.tile",
+				       "no %s", what);
+	}
+	describe(&any_tile, what, sizeof(what));
+	return gemmd_error_set(err, 422, "unsupported", "kernel.schedule",
+			       "no %s", what);
+}
+
+/*
  * Why pick_kernel() found nothing: the first term that no kernel meets,
  * in the order kernel, output type, epilogue, PDL, placement, cluster.
  * For the cluster, the kernel that takes the largest one is named with its
@@ -211,12 +238,9 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		    (!widest || k->cluster_max > widest->cluster_max))
 			widest = k;
 	}
-	describe(spec, what, sizeof(what));
 	if (!any)
-		return gemmd_error_set(err, 422, "unsupported",
-				       spec->tile.m ? "kernel.tile" :
-						      "kernel.schedule",
-				       "no %s", what);
+		return no_kernel_of_tile(cat, spec, err);
+	describe(spec, what, sizeof(what));
 	if (!out)
 		return gemmd_error_set(err, 422, "unsupported", "out_dtype",
 				       "no %s writes %s output", what,

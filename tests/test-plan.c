@@ -735,6 +735,16 @@ static void test_refusals(void)
 		   "{\"m\":64,\"n\":64,\"k\":64,\"dtype\":\"fp16\","
 		   "\"kernel\":{\"tile\":\"128x256x64\"}}",
 		   NULL, "kernel.tile");
+	/* a layout the schedule has no kernel for: its fault, not the tile's */
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"tt\","
+		   "\"kernel\":{\"schedule\":\"multistage\","
+		   "\"tile\":\"128x128x32\"}}",
+		   NULL, "kernel.schedule");
+	expect_422(c,
+		   "{\"m\":64,\"n\":64,\"k\":64,\"layout\":\"tt\","
+		   "\"kernel\":{\"tile\":\"128x256x64\"}}",
+		   NULL, "kernel.tile");
 	expect_422(c,
 		   "{\"m\":64,\"n\":64,\"k\":64,\"kernel\":"
 		   "{\"cluster\":[2,2]}}",
