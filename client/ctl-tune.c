@@ -255,7 +255,6 @@ static json_t *reply_error(const struct ctl_reply *reply)
 	return json_pack("{s:s, s:s}", "code", "http_status", "message", msg);
 }
 
-/* Whether gemmd's job state is one that gemmd ends jobs in. */
 /* --- the base job ---------------------------------------------------------- */
 
 /*
