@@ -494,6 +494,24 @@ static json_t *device_identity(const struct worker *w)
 			 json_object_get(w->device, "driver_version"));
 }
 
+/*
+ * Kills the worker for why and hands back its job, which the caller ends
+ * now rather than when the exit is reaped: a worker stuck in the driver
+ * of a hung GPU may outlive SIGKILL for long, and its job stayed running
+ * all that time (past its deadline, or after its cancel or the fault).
+ * The worker stays busy until it is gone.
+ */
+static struct job *worker_kill(struct worker *w, enum kill_reason why)
+{
+	struct job *job = w->job;
+
+	w->kill = why;
+	w->job = NULL;
+	w->timer = sd_event_source_disable_unref(w->timer);
+	kill(w->pid, SIGKILL);
+	return job;
+}
+
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct worker *w = userdata;
@@ -504,31 +522,22 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	log_warning(
 		"Job %s passed its %us deadline on GPU %d: killing worker %d",
 		job->id, job->deadline_sec, w->index, (int)w->pid);
-	/*
-	 * The job ends now, as a cancelled one does, not when the exit is
-	 * reaped: a worker stuck in the driver of a hung GPU may outlive
-	 * SIGKILL for long, and its job stayed running past its deadline
-	 * all that time.  The worker stays busy until it is gone.
-	 */
-	w->kill = KILL_TIMEOUT;
-	w->job = NULL;
-	w->timer = sd_event_source_disable_unref(w->timer);
-	kill(w->pid, SIGKILL);
+	worker_kill(w, KILL_TIMEOUT);
 	job_finish(w->pool->jobs, job, JOB_TIMEOUT, NULL,
 		   "ran past its %us deadline; worker killed",
 		   job->deadline_sec);
 	return 0;
 }
 
-static void fail_running_job(struct worker *w, const char *how);
-
 /*
  * A worker that breaks the protocol can be trusted with neither its job
- * nor the next: kill it, and let on_worker_exit() start a new one.  Said
- * once: what it sends after that is not read.
+ * nor the next: kill it, fail its job with the fault, and let
+ * on_worker_exit() start a new one.  Said once: what it sends after that
+ * is not read.
  */
 static void worker_fault(struct worker *w, const char *fmt, ...)
 {
+	struct job *job;
 	char what[200];
 	va_list ap;
 
@@ -545,15 +554,11 @@ static void worker_fault(struct worker *w, const char *fmt, ...)
 	/* Found in what it said last: on_worker_exit() ends the job. */
 	if (w->pid <= 0)
 		return;
-	kill(w->pid, SIGKILL);
-	/*
-	 * Its job ends now, with the fault, as on_deadline() ends one: a
-	 * worker stuck in the driver may outlive SIGKILL for long, and the
-	 * job stayed running all that time, to end at its deadline as a
-	 * timeout with the fault's reason lost (and the crash uncounted).
-	 */
-	w->timer = sd_event_source_disable_unref(w->timer);
-	fail_running_job(w, "killed");
+	job = worker_kill(w, KILL_FAULT);
+	if (job)
+		job_finish(w->pool->jobs, job, JOB_FAILED, NULL,
+			   "worker for GPU %d killed: %s", w->index,
+			   w->last_error);
 }
 
 static void worker_watch(struct worker *w, uint64_t usec,
@@ -860,8 +865,8 @@ static void describe_exit(const siginfo_t *si, char *buf, size_t len)
 
 /*
  * The job a dead worker was running ends with the reason it died.  One
- * killed for its deadline or a cancel has none left: on_deadline() and
- * workers_cancel() end the job when they kill.
+ * killed for its deadline, a cancel or a fault has none left:
+ * worker_kill()'s callers end the job when they kill.
  */
 static void fail_running_job(struct worker *w, const char *how)
 {
@@ -1102,14 +1107,8 @@ void workers_cancel(struct workers *p, struct job *job)
 
 		if (w->job != job || w->pid <= 0)
 			continue;
-		/*
-		 * No way to stop a kernel from outside: end the process.  The
-		 * job ends now; the worker stays busy until it is gone.
-		 */
-		w->kill = KILL_CANCEL;
-		w->job = NULL;
-		w->timer = sd_event_source_disable_unref(w->timer);
-		kill(w->pid, SIGKILL);
+		/* No way to stop a kernel from outside: end the process. */
+		worker_kill(w, KILL_CANCEL);
 		job_finish(p->jobs, job, JOB_CANCELLED, NULL,
 			   "cancelled while running; worker restarted");
 		return;
