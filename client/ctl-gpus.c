@@ -335,7 +335,7 @@ static void cancel_inflight(struct gpus *g)
 		if (!ctl_job_in_flight(g->runs[i].job))
 			continue;
 		status = ctl_job_delete(&http, ctl_jstr(g->runs[i].job, "id"));
-		if (status == 409 || (status >= 200 && status < 300))
+		if (status == 409 || ctl_status_is_2xx(status))
 			continue;
 		ctl_escape(id, sizeof(id), ctl_jstr(g->runs[i].job, "id"));
 		fprintf(stderr,

@@ -524,6 +524,23 @@ int ctl_job_delete(const struct ctl_http *h, const char *job_id)
 	return status;
 }
 
+bool ctl_status_is_2xx(long status)
+{
+	return status >= 200 && status <= 299;
+}
+
+json_t *ctl_reply_job(const struct ctl_reply *reply)
+{
+	json_t *job = NULL;
+
+	if (reply->len)
+		job = json_loadb(reply->body, reply->len, 0, NULL);
+	if (json_is_string(json_object_get(job, "id")))
+		return job;
+	json_decref(job);
+	return NULL;
+}
+
 json_t *ctl_job_ended(const struct ctl_http *h, const char *job_id)
 {
 	struct ctl_reply reply = {};
@@ -532,13 +549,12 @@ json_t *ctl_job_ended(const struct ctl_http *h, const char *job_id)
 
 	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
 	    ctl_http_request(h, "GET", path, NULL, 0, 0, &reply) == 0 &&
-	    reply.status >= 200 && reply.status < 300 && reply.len)
-		job = json_loadb(reply.body, reply.len, 0, NULL);
+	    ctl_status_is_2xx(reply.status))
+		job = ctl_reply_job(&reply);
 	ctl_reply_done(&reply);
 	free(path);
 	free(id);
-	if (!json_is_string(json_object_get(job, "id")) ||
-	    !ctl_state_is_final(ctl_jstr(job, "state"))) {
+	if (job && !ctl_state_is_final(ctl_jstr(job, "state"))) {
 		json_decref(job);
 		job = NULL;
 	}

@@ -68,6 +68,10 @@ int ctl_devices(const struct ctl_http *h, json_t **ret);
  * cancelled, 409 the job had already ended), or 0 where none came.
  */
 int ctl_job_delete(const struct ctl_http *h, const char *job_id);
+/* Whether an HTTP status is a success (2xx). */
+bool ctl_status_is_2xx(long status);
+/* The reply's body as a job, an object with an "id"; NULL if not one. */
+json_t *ctl_reply_job(const struct ctl_reply *reply);
 /*
  * GET /v1/jobs/ID, unreported: the job where it has ended (what a cancel
  * refused with 409 is told by), NULL otherwise.

@@ -215,29 +215,6 @@ static int post_dry_run(struct tune *t, json_t *kernel, struct ctl_reply *reply)
 	}
 }
 
-static bool is_2xx_status(long status)
-{
-	return status >= 200 && status <= 299;
-}
-
-static bool is_2xx(const struct ctl_reply *reply)
-{
-	return is_2xx_status(reply->status);
-}
-
-/* The reply's body as a job, an object with an "id"; NULL if not one. */
-static json_t *reply_job(const struct ctl_reply *reply)
-{
-	json_t *job = NULL;
-
-	if (reply->len)
-		job = json_loadb(reply->body, reply->len, 0, NULL);
-	if (json_is_string(json_object_get(job, "id")))
-		return job;
-	json_decref(job);
-	return NULL;
-}
-
 /* gemmd's error object in the reply, or one made of its status. */
 static json_t *reply_error(const struct ctl_reply *reply)
 {
@@ -271,12 +248,12 @@ static int check_base(struct tune *t)
 	if (r < 0)
 		return ctl_transport_exit(r);
 	r = CTL_EXIT_ERROR;
-	if (!is_2xx(&reply)) {
+	if (!ctl_status_is_2xx(reply.status)) {
 		ctl_report_error(&t->http, t->opts->json, "POST", "/v1/jobs",
 				 &reply);
 		goto out;
 	}
-	job = reply_job(&reply);
+	job = ctl_reply_job(&reply);
 	t->spec = json_incref(json_object_get(job, "spec"));
 	t->node = json_incref(json_object_get(job, "node"));
 	if (!json_is_object(t->spec)) {
@@ -520,8 +497,8 @@ static int dry_run(struct tune *t, struct cand *c)
 	if (r < 0)
 		return ctl_transport_exit(r);
 	r = CTL_EXIT_OK;
-	if (is_2xx(&reply)) {
-		job = reply_job(&reply);
+	if (ctl_status_is_2xx(reply.status)) {
+		job = ctl_reply_job(&reply);
 		if (!job) {
 			fprintf(stderr,
 				"gemmctl: POST %s/v1/jobs: reply is not a "
@@ -642,8 +619,8 @@ static int submit(struct tune *t, struct cand *c)
 		t->status = ctl_transport_exit(r);
 		return -1;
 	}
-	if (is_2xx(&reply))
-		job = reply_job(&reply);
+	if (ctl_status_is_2xx(reply.status))
+		job = ctl_reply_job(&reply);
 	else
 		error = reply_error(&reply);
 	code = ctl_jstr(error, "code") ?: "";
@@ -658,7 +635,7 @@ static int submit(struct tune *t, struct cand *c)
 					   !strcmp(code, "out_of_service"))) {
 		back_off(t, &reply, error);
 		r = 1;
-	} else if (is_2xx(&reply)) {
+	} else if (ctl_status_is_2xx(reply.status)) {
 		/* as submit says it, not as an error of HTTP status 2xx */
 		fprintf(stderr,
 			"gemmctl: POST %s/v1/jobs: reply is not a job\n",
@@ -728,8 +705,8 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		return -1;
 	}
 	t->lost_polls = 0;
-	if (is_2xx(&reply))
-		job = reply_job(&reply);
+	if (ctl_status_is_2xx(reply.status))
+		job = ctl_reply_job(&reply);
 	if (job && !ctl_job_in_flight(job)) {
 		c->job = json_incref(job);
 		c->state = CAND_ENDED;
@@ -813,7 +790,7 @@ static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 	cand_key(t, i, key);
 	if (asprintf(&path, "/v1/jobs?idempotency_key=%s", key) >= 0 &&
 	    ctl_http_request(http, "GET", path, NULL, 0, 0, &reply) == 0 &&
-	    is_2xx(&reply) && reply.body)
+	    ctl_status_is_2xx(reply.status) && reply.body)
 		root = json_loadb(reply.body, reply.len, 0, NULL);
 	*ret_known = json_is_array(json_object_get(root, "jobs"));
 	job = json_incref(json_array_get(json_object_get(root, "jobs"), 0));
@@ -859,7 +836,7 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	} else {
 		c->state = CAND_FAILED;
 		c->why = why;
-		n = c->id && is_2xx_status(ctl_job_delete(http, c->id));
+		n = c->id && ctl_status_is_2xx(ctl_job_delete(http, c->id));
 	}
 	json_decref(job);
 	return n;
@@ -875,7 +852,7 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 {
 	int status = ctl_job_delete(http, c->id);
 
-	if (is_2xx_status(status)) {
+	if (ctl_status_is_2xx(status)) {
 		c->state = CAND_FAILED;
 		c->why = why;
 		return true;
