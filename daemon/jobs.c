@@ -14,6 +14,7 @@
 struct job_store {
 	struct list_head jobs;
 	struct list_head queue;
+	struct list_head ended; /* the final jobs, first to end first */
 	unsigned int n_jobs, n_queued, n_final;
 	uint64_t n_created;
 	uint64_t n_ended[_JOB_STATE_MAX]; /* since start, kept or dropped */
@@ -54,6 +55,7 @@ struct job_store *job_store_new(unsigned int max_queued, unsigned int max_kept,
 		return NULL;
 	list_init(&s->jobs);
 	list_init(&s->queue);
+	list_init(&s->ended);
 	s->max_queued = max_queued;
 	s->max_kept = max_kept;
 	s->deadline_max = deadline_max;
@@ -122,21 +124,24 @@ static int new_id(struct job_store *s, char *id)
 }
 
 /*
- * Make room by dropping the oldest finished jobs past the retention limit,
- * never keep, the job just finished: whoever finished it (a dry run's POST,
- * a DELETE) still answers with it, even with max-kept = 0.
+ * Make room by dropping the jobs that ended longest ago, past the retention
+ * limit.  Never keep, the job just finished: whoever finished it (a dry
+ * run's POST, a DELETE) still answers with it, even with max-kept = 0.  By
+ * end, not creation: a long job that ends after many short ones is the one
+ * its client is about to read.
  */
 static void job_store_trim(struct job_store *s, const struct job *keep)
 {
 	struct list_head *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &s->jobs) {
-		struct job *job = list_entry(pos, struct job, all);
+	list_for_each_safe(pos, tmp, &s->ended) {
+		struct job *job = list_entry(pos, struct job, ended);
 
 		if (s->n_final <= s->max_kept)
 			break;
-		if (!job_state_is_final(job->state) || job == keep)
+		if (job == keep)
 			continue;
+		list_del_init(&job->ended);
 		list_del_init(&job->all);
 		s->n_jobs--;
 		s->n_final--;
@@ -168,6 +173,7 @@ int job_store_add(struct job_store *s, const struct gemm_spec *spec,
 	job->deadline_sec = MIN(plan_deadline_sec(spec), s->deadline_max);
 	job->seq = ++s->n_created;
 	list_init(&job->queue);
+	list_init(&job->ended);
 	list_add_tail(&job->all, &s->jobs);
 	s->n_jobs++;
 	if (!spec->dry_run) {
@@ -284,6 +290,7 @@ void job_finish(struct job_store *s, struct job *job, enum job_state state,
 		utf8_vformat(job->reason, sizeof(job->reason), reason_fmt, ap);
 		va_end(ap);
 	}
+	list_add_tail(&job->ended, &s->ended);
 	s->n_final++;
 	s->n_ended[state]++;
 	job_changed(s, job);

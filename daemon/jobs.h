@@ -46,6 +46,7 @@ struct job {
 	uint64_t seq; /* creation number from 1: where a listing page ends */
 	struct list_head all; /* job_store.jobs, creation order */
 	struct list_head queue; /* job_store.queue while queued */
+	struct list_head ended; /* job_store.ended once final, end order */
 };
 
 struct job_store;

@@ -193,6 +193,33 @@ static void test_keep_none(void)
 }
 
 /*
+ * Past max-kept, the job that ended longest ago goes, not the one made
+ * first: a long job that ends after short ones stays to be read.
+ */
+static void test_keep_by_end(void)
+{
+	struct job_store *s = job_store_new(10, 2, 600);
+	struct gemm_spec spec = spec_for(-1);
+	char c_id[JOB_ID_LEN + 1];
+	struct job *a, *b, *c, *d;
+
+	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &c), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, &d), 0);
+	strcpy(c_id, c->id);
+	job_finish(s, b, JOB_FAILED, NULL, "b");
+	job_finish(s, c, JOB_FAILED, NULL, "c");
+	job_finish(s, a, JOB_CANCELLED, NULL, NULL); /* drops b */
+	job_finish(s, d, JOB_FAILED, NULL, "d"); /* drops c, not a */
+	CHECK(job_store_find(s, a->id) == a);
+	CHECK(job_store_find(s, d->id) == d);
+	CHECK(job_store_find(s, c_id) == NULL);
+	CHECK_EQ_INT(job_store_count(s), 2);
+	job_store_free(s);
+}
+
+/*
  * A worker's message longer than the reason, in characters of two bytes,
  * or with bytes that are not UTF-8: the reason stays valid UTF-8, so the
  * job can be encoded and is listed with the failed ones.
@@ -397,6 +424,7 @@ int main(void)
 	RUN_TEST(test_limits);
 	RUN_TEST(test_deadline_cap);
 	RUN_TEST(test_keep_none);
+	RUN_TEST(test_keep_by_end);
 	RUN_TEST(test_dry_run_full_queue);
 	RUN_TEST(test_reason_utf8);
 	RUN_TEST(test_pages);
