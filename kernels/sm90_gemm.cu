@@ -1318,6 +1318,11 @@ sk_collect(const sm90_ctx &c, const gemm_args &args,
 				acc[j][4 * q + 3] += v.w;
 			}
 		}
+		/*
+		 * Lowered while the other threads may still read the slot:
+		 * safe because a slot is written once a launch, and the next
+		 * launch writes it only after griddepcontrol.wait.
+		 */
 		if (ct == 0)
 			*sk_flag<Cfg>(args, cta) = 0;
 	}
