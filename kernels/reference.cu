@@ -319,14 +319,16 @@ __device__ __forceinline__ bool overflows(const gemm_cmp_args &a, float ref,
  *    exact in fp32 whatever the order, so D must equal the reference
  *    rounded to the output type (fp32: the reference itself) bit for bit
  *    (atol = rtol = 0).  Any pipeline race or missed k-tile shows.
- *  - otherwise |d - r| <= atol + rtol * |r| with atol = max(1, |alpha|)
- *    * K * 2^-20 for the different fp32 summation order of the tensor
- *    cores and the reference, scaled as alpha scales the sum; rtol is
- *    the output format's epsilon (2^-7 bf16, 2^-10 fp16: twice the unit
- *    roundoff of the final rounding to D).  An fp32 output has no final
- *    rounding, so that term goes; what is left, 2^-22, covers the one or
- *    two fp32 roundings of alpha * acc + beta * c, which a kernel may
- *    fuse (fma) where the reference does not.
+ *  - otherwise |d - r| <= atol + rtol * |r|.  atol is |alpha| times
+ *    what the sum itself may be off by (fp32 summation order, and the
+ *    tensor cores' truncation of each k16 block's sum, which grows as
+ *    K * sqrt(K)) plus the output type's smallest step: verify.c's
+ *    verify_tolerance().  rtol is the output format's epsilon (2^-7
+ *    bf16, 2^-10 fp16: twice the unit roundoff of the final rounding to
+ *    D).  An fp32 output has no final rounding, so that term goes; what
+ *    is left, 2^-22, covers the one or two fp32 roundings of alpha * acc
+ *    + beta * c, which a kernel may fuse (fma) where the reference does
+ *    not.
  * NaN, Inf and unwritten elements are mismatches and are kept out of the
  * error statistics.  An Inf is right, and counted as overflow, where the
  * value within the tolerance of the reference furthest from zero rounds

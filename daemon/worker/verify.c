@@ -342,41 +342,109 @@ static bool run_exact(const struct gemm_spec *s)
 }
 
 /*
+ * What the inputs of an init are made of (reference.cu's draw()): the
+ * standard deviation of a product of two elements, and the largest
+ * product.  normal: N(0, 1), Box-Muller from 24-bit uniforms, so |x| is
+ * at most sqrt(2 ln 2^24) < 5.8; uniform: [-1, 1), sd 1/sqrt(3); randint:
+ * -2..2, sd sqrt(2).
+ */
+static void init_products(enum gemm_init init, double *sd, double *max)
+{
+	switch (init) {
+	case GEMM_INIT_UNIFORM:
+		*sd = 1.0 / 3.0;
+		*max = 1.0;
+		break;
+	case GEMM_INIT_RANDINT:
+		*sd = 2.0;
+		*max = 4.0;
+		break;
+	case GEMM_INIT_NORMAL:
+	case _GEMM_INIT_MAX:
+	default:
+		*sd = 1.0;
+		*max = 5.8 * 5.8;
+		break;
+	}
+}
+
+/*
+ * The tensor cores add each k16 block of products into the fp32
+ * accumulator and truncate the sum, so each block may lose up to an ulp
+ * of the partial sum, 2^-23 of it, and always toward zero: the losses
+ * add up rather than cancel, and grow as K * sqrt(K) where the summation
+ * order alone grows as sqrt(K) (a correct 128x128x1048576 normal job
+ * measured a largest error of 5.0 against the K * 2^-20 = 1 it was once
+ * allowed).  The partial sums of zero-mean products are a random walk,
+ * below 8 standard deviations, 8 * sd * sqrt(K), for all but about 1 in
+ * 10^15 elements, plus one product for a short K.  With cuBLASLt as the
+ * reference, it truncates as ours do: twice the bound.
+ */
+static double accumulation_bound(const struct gemm_spec *s)
+{
+	const double k = (double)s->k;
+	double sd, max, partial;
+
+	init_products(s->init, &sd, &max);
+	partial = 8.0 * sd * sqrt(k) + max;
+	return (s->reference == GEMM_REFERENCE_CUBLAS ? 2.0 : 1.0) *
+	       ceil(k / 16.0) * ldexp(partial, -23);
+}
+
+/*
+ * Below this an absolute error is the output type's own: fp16's
+ * subnormal step, and the smallest normal fp32 for bf16 and fp32 (a
+ * kernel may flush an fp32 subnormal, alpha * acc with a tiny alpha).
+ */
+static double output_floor(enum gemm_dtype out)
+{
+	return out == GEMM_DTYPE_FP16 ? ldexp(1.0, -24) : ldexp(1.0, -126);
+}
+
+/*
  * Tolerances: see cmp_elem() in kernels/reference.cu.  Exact where
- * run_exact() says so; otherwise atol covers fp32 summation order,
- * max(1, |alpha|) * K * 2^-20, and rtol the output's final rounding: its
- * epsilon for bf16 and fp16; for fp32 there is none, and 2^-22 covers the
+ * run_exact() says so.  Otherwise atol is |alpha| times the sum's own
+ * error, fp32 summation order (K * 2^-20) and the tensor cores'
+ * truncation (accumulation_bound()), plus output_floor(); scaled by
+ * alpha and nothing else, so that a small alpha does not leave every
+ * value inside it.  beta * C needs no term: its roundings are relative
+ * to it, inside rtol unless it cancels with alpha * A * B, whose bound
+ * then covers them.  rtol is the output's final rounding: its epsilon
+ * for bf16 and fp16; for fp32 there is none, and 2^-22 covers the
  * epilogue's own fp32 roundings.
  */
+void verify_tolerance(const struct gemm_spec *s, struct gemm_verdict *v)
+{
+	if (run_exact(s)) {
+		v->atol = 0;
+		v->rtol = 0;
+		return;
+	}
+	v->atol = fabs(s->alpha) *
+			  (ldexp((double)s->k, -20) + accumulation_bound(s)) +
+		  output_floor(s->out);
+	switch (s->out) {
+	case GEMM_DTYPE_BF16:
+		v->rtol = 0x1p-7;
+		break;
+	case GEMM_DTYPE_FP16:
+		v->rtol = 0x1p-10;
+		break;
+	case GEMM_DTYPE_FP32:
+	case _GEMM_DTYPE_MAX:
+	default:
+		v->rtol = 0x1p-22;
+		break;
+	}
+}
+
 static void run_tolerance(struct run *r, struct gemm_cmp_args *c,
 			  struct gemm_verdict *v)
 {
-	const struct gemm_spec *s = r->spec;
-
-	if (run_exact(s)) {
-		c->exact = 1;
-		c->atol = 0;
-		c->rtol = 0;
-	} else {
-		c->exact = 0;
-		c->atol = (float)(fmax(1.0, fabs(s->alpha)) *
-				  ldexp((double)s->k, -20));
-		switch (s->out) {
-		case GEMM_DTYPE_BF16:
-			c->rtol = 0x1p-7f;
-			break;
-		case GEMM_DTYPE_FP16:
-			c->rtol = 0x1p-10f;
-			break;
-		case GEMM_DTYPE_FP32:
-		case _GEMM_DTYPE_MAX:
-		default:
-			c->rtol = 0x1p-22f;
-			break;
-		}
-	}
-	v->atol = c->atol;
-	v->rtol = c->rtol;
+	verify_tolerance(r->spec, v);
+	c->exact = run_exact(r->spec);
+	c->atol = (float)v->atol;
+	c->rtol = (float)v->rtol;
 }
 
 /*

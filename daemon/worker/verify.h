@@ -13,3 +13,9 @@
  * kept one when it is this job's, otherwise one made now (and kept).
  */
 int run_verify(struct run *r, struct gemm_verdict *v);
+
+/*
+ * The tolerance a job is verified with, |d - r| <= atol + rtol * |r|
+ * (both 0: bit for bit), into v->atol and v->rtol.
+ */
+void verify_tolerance(const struct gemm_spec *s, struct gemm_verdict *v);
