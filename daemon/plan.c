@@ -261,8 +261,8 @@ static int no_kernel(const struct catalog *cat, const struct gemm_spec *spec,
 		return gemmd_error_set(err, 422, "unsupported",
 				       "kernel.placement",
 				       "no %s is built with gpc placement "
-				       "(pingpong 128x192's producer has too "
-				       "few registers for it)",
+				       "(ptxas spilled the claim beside "
+				       "pingpong 128x192's 192 accumulators)",
 				       what);
 	return gemmd_error_set(err, 422, "unsupported", "kernel.cluster",
 			       "cluster %ux%u is %u CTAs: %s accepts "

@@ -138,7 +138,7 @@ template <typename T, typename Cfg> struct pl_loader : sm80_copy<T, Cfg> {
  * is issued before the mma.sync of kk, as in CUTLASS.  1: after it, the
  * latency left to the other warps.  The 16 staging registers come on top
  * of the 64 accumulators either way, so neither fits the 128 registers
- * of two CTAs per SM without spilling (151 and 143 registers on sm_90a):
+ * of two CTAs per SM without spilling (152 and 143 registers on sm_90a):
  * one CTA (8 warps) per SM.  1 ran 2% faster on the H200; 2 is kept as
  * the schedule this kernel stands for.
  */
