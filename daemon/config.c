@@ -21,31 +21,13 @@
 /* Is there a built tree around this executable (BUILD/daemon/gemmd)? */
 static bool build_tree_paths(struct config *c)
 {
-	char exe[PATH_MAX], probe[PATH_MAX + 64], *slash;
-	ssize_t n;
-	struct stat st;
+	char dir[PATH_MAX];
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (build_tree_dir(".", "gemmd-worker", dir) < 0 ||
+	    build_tree_dir("../kernels", "reference.cubin", c->kernel_dir) < 0)
 		return false;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
-	snprintf(probe, sizeof(probe), "%s/../kernels/reference.cubin", exe);
-	if (stat(probe, &st) < 0)
-		return false;
-	snprintf(probe, sizeof(probe), "%s/gemmd-worker", exe);
-	if (stat(probe, &st) < 0)
-		return false;
-	if (snprintf(c->worker_path, sizeof(c->worker_path), "%s/gemmd-worker",
-		     exe) >= (int)sizeof(c->worker_path))
-		return false;
-	snprintf(probe, sizeof(probe), "%s/../kernels", exe);
-	if (!realpath(probe, c->kernel_dir))
-		return false;
-	return true;
+	return snprintf(c->worker_path, sizeof(c->worker_path),
+			"%s/gemmd-worker", dir) < (int)sizeof(c->worker_path);
 }
 
 void config_defaults(struct config *c)

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -341,5 +342,28 @@ int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len)
 	}
 	*ret_len = got;
 	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int build_tree_dir(const char *rel, const char *probe, char *dir)
+{
+	char exe[PATH_MAX], path[2 * PATH_MAX + 2], *slash;
+	struct stat st;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/%s/%s", exe, rel, probe);
+	if (stat(path, &st) < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", exe, rel);
+	if (!realpath(path, dir))
+		return -errno;
 	return 0;
 }

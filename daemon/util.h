@@ -117,6 +117,12 @@ size_t utf8_vformat(char *dst, size_t size, const char *fmt, va_list ap)
  * of *ret_len + 1 bytes to free().
  */
 int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len);
+/*
+ * The folder rel from this executable's own, resolved into dir (PATH_MAX
+ * bytes), if it holds the file probe: how a program run from its build
+ * tree finds what was built beside it.  -ENOENT if not.
+ */
+int build_tree_dir(const char *rel, const char *probe, char *dir);
 int random_bytes(void *buf, size_t len);
 int fd_set_cloexec(int fd, bool on);
 int fd_set_nonblock(int fd, bool on);

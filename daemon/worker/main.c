@@ -55,6 +55,7 @@ struct options {
 	int device;
 	int fd;
 	const char *kernel_dir;
+	char kernel_dir_buf[PATH_MAX];
 	const char *once;
 };
 
@@ -210,8 +211,13 @@ static int run_once(const struct options *o)
 		return 2;
 	}
 	r = catalog_load(o->kernel_dir, &cat);
-	if (r < 0 || plan_resolve(cat, &spec, NULL, &plan, &perr) < 0) {
-		log_error("%s", r < 0 ? "cannot read kernels" : perr.message);
+	if (r < 0) {
+		log_error("cannot read kernels from %s: %s", o->kernel_dir,
+			  strerror(-r));
+		return 2;
+	}
+	if (plan_resolve(cat, &spec, NULL, &plan, &perr) < 0) {
+		log_error("%s", perr.message);
 		catalog_free(cat);
 		return 2;
 	}
@@ -278,7 +284,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 
 	o->device = 0;
 	o->fd = -1;
-	o->kernel_dir = KERNELDIR;
+	/* Run from its build tree, the kernels built beside it. */
+	o->kernel_dir = build_tree_dir("../kernels", "reference.cubin",
+				       o->kernel_dir_buf) < 0 ?
+				KERNELDIR :
+				o->kernel_dir_buf;
 	while (r == 0 && (opt = getopt_long(argc, argv, "pd:f:k:o:hV", opts,
 					    NULL)) != -1) {
 		if (opt == 'p') {
