@@ -568,6 +568,35 @@ static void answer_waiter(struct api *api, struct http_request *req)
 #define ALLOW_JOBS "GET, HEAD, POST"
 #define ALLOW_JOB "GET, HEAD, DELETE"
 
+/*
+ * The query parameters each route reads.  Any other is refused: a typo
+ * ("?stat=done", "?wiat=60") would otherwise list every job, or answer
+ * at once, with nothing to say it was not read.
+ */
+static const char *const no_params[] = { NULL };
+static const char *const wait_params[] = { "wait", NULL };
+static const char *const list_params[] = { "state", "limit", "after",
+					   "idempotency_key", NULL };
+
+static bool params_ok(struct http_request *req, const char *const *known)
+{
+	const char *bad = http_request_unknown_param(req, known);
+	char list[128] = "none";
+	const char *const *k;
+	size_t n = 0;
+
+	if (!bad)
+		return true;
+	for (k = known; *k && n < sizeof(list); k++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+				      k == known ? "" : ", ", *k);
+	http_respond_errorf(req, 400, "unknown_field", bad,
+			    "unknown parameter '%s': %s %s reads %s", bad,
+			    http_request_method(req), http_request_path(req),
+			    list);
+	return false;
+}
+
 /* HEAD is GET without the body, which MHD leaves out by itself. */
 static bool is_get(const char *method)
 {
@@ -583,6 +612,8 @@ static void route_job(struct api *api, struct http_request *req,
 		http_respond_not_allowed(req, ALLOW_JOB);
 		return;
 	}
+	if (!params_ok(req, is_get(method) ? wait_params : no_params))
+		return;
 	job = job_store_find(api->jobs, id);
 	if (!job)
 		http_respond_errorf(req, 404, "not_found", NULL,
@@ -640,10 +671,11 @@ static void get_metrics(struct api *api, struct http_request *req)
 	http_respond_text(req, 200, METRICS_CONTENT_TYPE, text);
 }
 
+/* GET or HEAD, and no query parameter: the routes that read none. */
 static bool only_get(struct http_request *req, const char *method)
 {
 	if (is_get(method))
-		return true;
+		return params_ok(req, no_params);
 	http_respond_not_allowed(req, ALLOW_GET);
 	return false;
 }
@@ -679,12 +711,15 @@ void api_handle(struct http_request *req, void *userdata)
 					  workers_devices_json(api->workers)),
 				NULL, NULL);
 	} else if (!strcmp(path, "/v1/jobs")) {
-		if (!strcmp(method, "POST"))
-			post_job(api, req);
-		else if (is_get(method))
-			list_jobs(api, req);
-		else
+		if (!strcmp(method, "POST")) {
+			if (params_ok(req, wait_params))
+				post_job(api, req);
+		} else if (is_get(method)) {
+			if (params_ok(req, list_params))
+				list_jobs(api, req);
+		} else {
 			http_respond_not_allowed(req, ALLOW_JOBS);
+		}
 	} else if (!strncmp(path, "/v1/jobs/", 9) && path[9] &&
 		   !strchr(path + 9, '/')) {
 		route_job(api, req, method, path + 9);

@@ -108,6 +108,34 @@ const char *http_request_query(const struct http_request *req, const char *key)
 					   key);
 }
 
+struct param_scan {
+	const char *const *known;
+	const char *unknown;
+};
+
+static enum MHD_Result scan_param(void *cls, enum MHD_ValueKind kind,
+				  const char *key, const char *value)
+{
+	struct param_scan *s = cls;
+	const char *const *k;
+
+	for (k = s->known; *k; k++)
+		if (!strcmp(*k, key))
+			return MHD_YES;
+	s->unknown = key;
+	return MHD_NO;
+}
+
+const char *http_request_unknown_param(const struct http_request *req,
+				       const char *const *known)
+{
+	struct param_scan s = { .known = known };
+
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, scan_param,
+				  &s);
+	return s.unknown;
+}
+
 const char *http_request_header(const struct http_request *req,
 				const char *name)
 {

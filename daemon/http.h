@@ -48,6 +48,9 @@ const char *http_server_address(const struct http_server *s);
 const char *http_request_method(const struct http_request *req);
 const char *http_request_path(const struct http_request *req);
 const char *http_request_query(const struct http_request *req, const char *key);
+/* The first query parameter not in known (NULL-terminated), or NULL. */
+const char *http_request_unknown_param(const struct http_request *req,
+				       const char *const *known);
 /* A request header's value (names match in any case), or NULL. */
 const char *http_request_header(const struct http_request *req,
 				const char *name);
