@@ -140,7 +140,7 @@ static int give_up(struct gpus *g, struct gpu_run *run, const char *why)
 	json_t *ended;
 
 	/* 409: it ended between the last look and the cancel; take that. */
-	if (ctl_job_delete(g->http, id) == 409) {
+	if (ctl_job_delete(g->http, id, NULL) == 409) {
 		ended = ctl_job_ended(g->http, id);
 		if (ended) {
 			json_decref(run->job);
@@ -334,7 +334,8 @@ static void cancel_inflight(struct gpus *g)
 	for (i = 0; i < g->n; i++) {
 		if (!ctl_job_in_flight(g->runs[i].job))
 			continue;
-		status = ctl_job_delete(&http, ctl_jstr(g->runs[i].job, "id"));
+		status = ctl_job_delete(&http, ctl_jstr(g->runs[i].job, "id"),
+					NULL);
 		if (status == 409 || ctl_status_is_2xx(status))
 			continue;
 		ctl_escape(id, sizeof(id), ctl_jstr(g->runs[i].job, "id"));

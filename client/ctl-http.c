@@ -509,7 +509,7 @@ out:
 	return r;
 }
 
-int ctl_job_delete(const struct ctl_http *h, const char *job_id)
+int ctl_job_delete(const struct ctl_http *h, const char *job_id, json_t **ret)
 {
 	struct ctl_reply reply = {};
 	char *id = ctl_http_escape(job_id), *path = NULL;
@@ -518,6 +518,8 @@ int ctl_job_delete(const struct ctl_http *h, const char *job_id)
 	if (id && asprintf(&path, "/v1/jobs/%s", id) >= 0 &&
 	    ctl_http_request(h, "DELETE", path, NULL, 0, 0, &reply) == 0)
 		status = (int)reply.status;
+	if (ret)
+		*ret = ctl_status_is_2xx(status) ? ctl_reply_job(&reply) : NULL;
 	ctl_reply_done(&reply);
 	free(path);
 	free(id);

@@ -65,9 +65,10 @@ int ctl_devices(const struct ctl_http *h, json_t **ret);
 
 /*
  * DELETE /v1/jobs/ID, best effort, unreported: gemmd's HTTP status (2xx
- * cancelled, 409 the job had already ended), or 0 where none came.
+ * cancelled, 409 the job had already ended), or 0 where none came.  With
+ * ret, a 2xx's job as it was cancelled goes there (NULL if none came).
  */
-int ctl_job_delete(const struct ctl_http *h, const char *job_id);
+int ctl_job_delete(const struct ctl_http *h, const char *job_id, json_t **ret);
 /* Whether an HTTP status is a success (2xx). */
 bool ctl_status_is_2xx(long status);
 /* The reply's body as a job, an object with an "id"; NULL if not one. */

@@ -717,7 +717,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		 * a job that really ended (409), which changes nothing.
 		 */
 		if (!ctl_state_is_final(ctl_jstr(job, "state")))
-			ctl_job_delete(&t->http, c->id);
+			ctl_job_delete(&t->http, c->id, NULL);
 	} else if (!job) {
 		/*
 		 * 404: gone (gemmd restarted, or dropped it).  Any other
@@ -728,7 +728,7 @@ static int poll_job(struct tune *t, struct cand *c, long hold_s)
 		c->error = reply_error(&reply);
 		c->state = CAND_FAILED;
 		if (reply.status != 404)
-			ctl_job_delete(&t->http, c->id);
+			ctl_job_delete(&t->http, c->id, NULL);
 	}
 	t->inflight -= c->state != CAND_INFLIGHT;
 	json_decref(job);
@@ -836,7 +836,8 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	} else {
 		c->state = CAND_FAILED;
 		c->why = why;
-		n = c->id && ctl_status_is_2xx(ctl_job_delete(http, c->id));
+		n = c->id &&
+		    ctl_status_is_2xx(ctl_job_delete(http, c->id, &c->job));
 	}
 	json_decref(job);
 	return n;
@@ -850,8 +851,9 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 			const char *why)
 {
-	int status = ctl_job_delete(http, c->id);
+	int status = ctl_job_delete(http, c->id, &c->job);
 
+	/* Kept with the job as cancelled, so its entry shows that state. */
 	if (ctl_status_is_2xx(status)) {
 		c->state = CAND_FAILED;
 		c->why = why;
