@@ -27,6 +27,11 @@
  * that cannot be run): gemmd.service's RestartPreventExitStatus=.
  */
 #define EXIT_CONFIG 2
+/*
+ * What READY=1 may come later than the probe's deadline: the kill of a
+ * probe that overran (up to a second), the bind and the workers' forks.
+ */
+#define PROBE_MARGIN_SEC 10
 
 static int mkdir_p(const char *path)
 {
@@ -130,6 +135,24 @@ static void load_catalog(const char *dir, struct catalog **ret)
 	log_info("%zu kernel(s) in %s", catalog_size(*ret), dir);
 }
 
+/*
+ * READY=1 comes after the device probe, which may take up to
+ * worker-start-timeout (a day at most).  gemmd.service sets no
+ * TimeoutStartSec=: past systemd's default of 90 s, a slow probe under
+ * a raised worker-start-timeout had gemmd killed as failed to start,
+ * and started again by Restart=on-failure, for ever.  The unit cannot
+ * know the setting; gemmd tells systemd how long to wait.
+ * EXTEND_TIMEOUT_USEC= only ever lengthens the start timeout.
+ */
+static void notify_probing(const struct config *cfg)
+{
+	unsigned long long sec = (unsigned long long)cfg->worker_start_timeout +
+				 PROBE_MARGIN_SEC;
+
+	sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=Probing GPUs",
+		   sec * 1000000ull);
+}
+
 static int run(struct config *cfg)
 {
 	struct workers_config wcfg = {
@@ -174,7 +197,7 @@ static int run(struct config *cfg)
 	r = workers_new(event, jobs, catalog, &wcfg, &workers);
 	if (r < 0)
 		goto out_jobs;
-	sd_notify(0, "STATUS=Probing GPUs");
+	notify_probing(cfg);
 	r = workers_probe(workers);
 	if (r == -ECANCELED) {
 		/* SIGTERM during the probe: a clean stop, not a failure. */
