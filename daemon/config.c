@@ -30,16 +30,29 @@ static bool build_tree_paths(struct config *c)
 			"%s/gemmd-worker", dir) < (int)sizeof(c->worker_path);
 }
 
+/*
+ * The length of the first folder in $name, set by systemd from
+ * StateDirectory= or ConfigurationDirectory=, which may hand us a
+ * colon-separated list; 0 where it is unset or empty.
+ */
+static int systemd_dir(const char *name, const char **ret)
+{
+	const char *v = getenv(name);
+
+	*ret = v;
+	return v ? (int)strcspn(v, ":") : 0;
+}
+
 void config_defaults(struct config *c)
 {
-	const char *state = getenv("STATE_DIRECTORY");
+	const char *dir;
+	int len;
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->listen, sizeof(c->listen), "%s", CONFIG_LISTEN_DEFAULT);
-	/* systemd's StateDirectory= may hand us a colon-separated list. */
-	if (state && *state)
-		snprintf(c->state_dir, sizeof(c->state_dir), "%.*s",
-			 (int)strcspn(state, ":"), state);
+	len = systemd_dir("STATE_DIRECTORY", &dir);
+	if (len)
+		snprintf(c->state_dir, sizeof(c->state_dir), "%.*s", len, dir);
 	else
 		snprintf(c->state_dir, sizeof(c->state_dir), "%s/lib/gemmd",
 			 LOCALSTATEDIR);
@@ -48,8 +61,18 @@ void config_defaults(struct config *c)
 		snprintf(c->worker_path, sizeof(c->worker_path),
 			 "%s/gemmd-worker", LIBEXECDIR);
 	}
-	snprintf(c->config_file, sizeof(c->config_file), "%s/gemmd/gemmd.conf",
-		 SYSCONFDIR);
+	/*
+	 * ConfigurationDirectory= is always under /etc, whatever sysconfdir
+	 * was: under systemd the file is where the unit says, not where a
+	 * plain ./configure (/usr/local/etc) would have had it.
+	 */
+	len = systemd_dir("CONFIGURATION_DIRECTORY", &dir);
+	if (len)
+		snprintf(c->config_file, sizeof(c->config_file),
+			 "%.*s/gemmd.conf", len, dir);
+	else
+		snprintf(c->config_file, sizeof(c->config_file),
+			 "%s/gemmd/gemmd.conf", SYSCONFDIR);
 	c->max_queued = 10000;
 	c->max_kept = 100000;
 	c->max_body = 1 << 20;

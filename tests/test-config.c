@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test-config - gemmd's settings: the default config file, --config and
- * the flags over it, and the values each key refuses.
+ * the flags over it, the folders systemd names, and the values each key
+ * refuses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +116,64 @@ static void test_flags_over_file(void)
 	unlink(conf("listen.conf", NULL));
 }
 
+/*
+ * Under systemd, ConfigurationDirectory= (always /etc/gemmd) holds the
+ * config file, whatever sysconfdir the build had, and StateDirectory=
+ * the state: the first folder of each list.  A file missing there is
+ * skipped as the default one is; --config still wins, and must exist.
+ */
+static void test_systemd_dirs(void)
+{
+	static char config_flag[PATH_MAX + 64];
+	char *none[] = { prog, NULL };
+	char *flag[] = { prog, config_flag, NULL };
+	char want[PATH_MAX + 64], list[2 * PATH_MAX];
+	struct config c;
+
+	config_defaults(&c);
+	CHECK(strstr(c.config_file, "/gemmd/gemmd.conf") != NULL);
+	CHECK(strncmp(c.config_file, dir, strlen(dir)) != 0);
+
+	snprintf(list, sizeof(list), "%s:/nowhere/else", dir);
+	setenv("CONFIGURATION_DIRECTORY", list, 1);
+	setenv("STATE_DIRECTORY", list, 1);
+	config_defaults(&c);
+	snprintf(want, sizeof(want), "%s/gemmd.conf", dir);
+	CHECK_STREQ(c.config_file, want);
+	CHECK_STREQ(c.state_dir, dir);
+
+	/* missing: the built-in defaults */
+	unlink(want);
+	config_defaults(&c);
+	CHECK_EQ_INT(config_parse_args(&c, 1, none), 0);
+	CHECK_EQ_INT(c.max_kept, 100000);
+
+	conf("gemmd.conf", "max-kept = 7\n");
+	config_defaults(&c);
+	CHECK_EQ_INT(config_parse_args(&c, 1, none), 0);
+	CHECK_EQ_INT(c.max_kept, 7);
+
+	/* --config over it, and one that is not there is an error */
+	snprintf(config_flag, sizeof(config_flag), "--config=%s",
+		 conf("kept.conf", "max-kept = 8\n"));
+	config_defaults(&c);
+	CHECK_EQ_INT(config_parse_args(&c, 2, flag), 0);
+	CHECK_EQ_INT(c.max_kept, 8);
+	unlink(conf("kept.conf", NULL));
+	config_defaults(&c);
+	CHECK_EQ_INT(config_parse_args(&c, 2, flag), -ENOENT);
+	unlink(want);
+
+	/* empty, as unset */
+	setenv("CONFIGURATION_DIRECTORY", "", 1);
+	setenv("STATE_DIRECTORY", "", 1);
+	config_defaults(&c);
+	CHECK(strncmp(c.config_file, dir, strlen(dir)) != 0);
+	CHECK(strncmp(c.state_dir, dir, strlen(dir)) != 0);
+	unsetenv("CONFIGURATION_DIRECTORY");
+	unsetenv("STATE_DIRECTORY");
+}
+
 /* "key = value" as the whole file: what config_load_file() makes of it. */
 static int load(struct config *c, const char *key, const char *value)
 {
@@ -193,6 +252,7 @@ int main(void)
 	}
 	RUN_TEST(test_default_file);
 	RUN_TEST(test_flags_over_file);
+	RUN_TEST(test_systemd_dirs);
 	RUN_TEST(test_numbers);
 	rmdir(dir);
 	return check_exit();
