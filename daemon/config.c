@@ -182,6 +182,48 @@ static int config_set(struct config *c, const char *key, const char *v)
 	return -ENOENT;
 }
 
+/* What config_set() takes for key, for the message that refuses a value. */
+static const char *config_expect(const char *key)
+{
+	static const struct {
+		const char *key, *expect;
+	} keys[] = {
+		{ "listen", "HOST:PORT, with a port of 0..65535" },
+		{ "state-dir", "a path, 1..4095 bytes" },
+		{ "kernel-dir", "a path, 1..4095 bytes" },
+		{ "worker", "a path, 1..4095 bytes" },
+		{ "max-queued", "a whole number, 1..1000000000" },
+		{ "max-kept", "a whole number, 0..1000000000" },
+		{ "max-body", "a whole number of bytes, 1..1000000000" },
+		{ "max-wait", "whole seconds, 0..3600" },
+		{ "max-connections", "a whole number, 1..1000000000" },
+		{ "per-ip-connections", "a whole number, 0..1000000000" },
+		{ "connection-timeout", "whole seconds, 0..1000000000" },
+		{ "job-timeout-max", "whole seconds, 1..86400" },
+		{ "worker-start-timeout", "whole seconds, 1..86400" },
+		{ "worker-retry", "whole seconds, 0..86400" },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(keys[i].key, key))
+			return keys[i].expect;
+	return "another value";
+}
+
+/*
+ * Why value is not one for key: what the key takes, and where the value
+ * holds a '#', that a comment is not read after a value.
+ */
+static void config_why(char *buf, size_t len, const char *key,
+		       const char *value)
+{
+	snprintf(buf, len, "\"%.200s\"; expected %s%s", value,
+		 config_expect(key),
+		 strchr(value, '#') ? " (a comment takes a line of its own)" :
+				      "");
+}
+
 static char *strip(char *s)
 {
 	char *e;
@@ -196,7 +238,8 @@ static char *strip(char *s)
 }
 
 /* One line of the file: blank, a comment or "key = value". */
-static int config_line(struct config *c, char *line, const char **ret_key)
+static int config_line(struct config *c, char *line, const char **ret_key,
+		       const char **ret_value)
 {
 	char *s = strip(line), *eq;
 
@@ -208,7 +251,8 @@ static int config_line(struct config *c, char *line, const char **ret_key)
 		return -EBADMSG;
 	*eq = '\0';
 	*ret_key = strip(s);
-	return config_set(c, *ret_key, strip(eq + 1));
+	*ret_value = strip(eq + 1);
+	return config_set(c, *ret_key, *ret_value);
 }
 
 int config_load_file(struct config *c, const char *path, char *err,
@@ -216,7 +260,8 @@ int config_load_file(struct config *c, const char *path, char *err,
 {
 	_cleanup_free_ char *line = NULL;
 	unsigned int lineno = 0;
-	const char *key;
+	const char *key = NULL, *value = "";
+	char why[320];
 	size_t alloc = 0;
 	FILE *f;
 	int r = 0;
@@ -229,15 +274,19 @@ int config_load_file(struct config *c, const char *path, char *err,
 	/* getline(), not a fixed buffer: a long line must not split in two. */
 	while (r >= 0 && getline(&line, &alloc, f) >= 0) {
 		lineno++;
-		r = config_line(c, line, &key);
+		r = config_line(c, line, &key, &value);
 	}
-	if (r == -EBADMSG)
+	if (r == -EBADMSG) {
 		snprintf(err, errlen, "%s:%u: expected 'key = value'", path,
 			 lineno);
-	else if (r < 0)
-		snprintf(err, errlen, "%s:%u: %s '%s'", path, lineno,
-			 r == -ENOENT ? "unknown key" : "bad value for", key);
-	else if (ferror(f)) {
+	} else if (r == -ENOENT) {
+		snprintf(err, errlen, "%s:%u: unknown key '%s'", path, lineno,
+			 key);
+	} else if (r < 0) {
+		config_why(why, sizeof(why), key, value);
+		snprintf(err, errlen, "%s:%u: bad value for '%s': %s", path,
+			 lineno, key, why);
+	} else if (ferror(f)) {
 		r = errno ? -errno : -EIO;
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 	}
@@ -321,10 +370,12 @@ int config_parse_args(struct config *c, int argc, char **argv)
 			c->debug = true;
 		} else if (opt < 128 && keys[opt]) {
 			r = config_set(c, keys[opt], optarg);
-			if (r < 0)
-				return log_error_errno(
-					r, "Bad value for --%s: '%s'",
-					keys[opt], optarg);
+			if (r < 0) {
+				config_why(err, sizeof(err), keys[opt], optarg);
+				return log_error_errno(r,
+						       "Bad value for --%s: %s",
+						       keys[opt], err);
+			}
 		}
 	}
 	if (optind < argc)

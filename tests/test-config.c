@@ -175,9 +175,11 @@ static void test_systemd_dirs(void)
 }
 
 /* "key = value" as the whole file: what config_load_file() makes of it. */
+static char err[512];
+
 static int load(struct config *c, const char *key, const char *value)
 {
-	char text[256], err[512];
+	char text[256];
 	int r;
 
 	snprintf(text, sizeof(text), "%s = %s\n", key, value);
@@ -243,6 +245,57 @@ static void test_numbers(void)
 	CHECK_EQ_INT(c.max_body, 5);
 }
 
+/* value as a decimal string, in buf */
+static const char *num(char *buf, size_t len, unsigned long v)
+{
+	snprintf(buf, len, "%lu", v);
+	return buf;
+}
+
+/*
+ * A refused value is quoted with what the key takes, and the range the
+ * message gives is the one taken: both ends in, one past each out.  A '#'
+ * after a value is pointed at: it is read as part of the value.
+ */
+static void test_messages(void)
+{
+	static const char *const keys[] = {
+		"max-queued",	      "max-kept",	 "max-body",
+		"max-wait",	      "max-connections", "per-ip-connections",
+		"connection-timeout", "job-timeout-max", "worker-start-timeout",
+		"worker-retry",
+	};
+	struct config c;
+	unsigned long lo, hi;
+	char buf[32];
+	const char *range;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		CHECK_EQ_INT(load(&c, keys[i], "x"), -EINVAL);
+		CHECK(strstr(err, "\"x\"; expected ") != NULL);
+		range = strrchr(err, ' ');
+		if (!range || sscanf(range, " %lu..%lu", &lo, &hi) != 2) {
+			fprintf(stderr, "  %s: no range in \"%s\"\n", keys[i],
+				err);
+			CHECK(0);
+			continue;
+		}
+		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), lo)), 0);
+		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), hi)), 0);
+		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), hi + 1)),
+			     -EINVAL);
+		if (lo)
+			CHECK_EQ_INT(load(&c, keys[i],
+					  num(buf, sizeof(buf), lo - 1)),
+				     -EINVAL);
+	}
+	CHECK_EQ_INT(load(&c, "listen", "127.0.0.1:80 # web"), -EINVAL);
+	CHECK(strstr(err, "\"127.0.0.1:80 # web\"; expected HOST:PORT") !=
+	      NULL);
+	CHECK(strstr(err, "a comment takes a line of its own") != NULL);
+}
+
 int main(void)
 {
 	check_tmp_path(dir, sizeof(dir), "gemmd-config-XXXXXX");
@@ -254,6 +307,7 @@ int main(void)
 	RUN_TEST(test_flags_over_file);
 	RUN_TEST(test_systemd_dirs);
 	RUN_TEST(test_numbers);
+	RUN_TEST(test_messages);
 	rmdir(dir);
 	return check_exit();
 }
