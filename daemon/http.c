@@ -278,12 +278,18 @@ int http_respond_text(struct http_request *req, unsigned int status,
 			     NULL, NULL);
 }
 
-/* body as text, with a newline that keeps curl output readable. */
+/*
+ * body as text, with a newline that keeps curl output readable.  Reals
+ * with 15 significant digits (DBL_DIG): a value sent with at most that
+ * many comes back as it was written, where jansson's 17 showed an alpha
+ * of 0.1 as 0.10000000000000001.
+ */
 static char *json_text(const json_t *body)
 {
 	char *text, *n;
 
-	text = body ? json_dumps(body, JSON_INDENT(2) | JSON_ENSURE_ASCII) :
+	text = body ? json_dumps(body, JSON_INDENT(2) | JSON_ENSURE_ASCII |
+					       JSON_REAL_PRECISION(15)) :
 		      NULL;
 	if (!text)
 		return NULL;
