@@ -593,7 +593,9 @@ static int worker_limits(const struct worker *w, struct device_limits *l)
 /*
  * The next queued job for this worker, planned again for its device: its
  * limits are the ones that count.  A job that cannot be planned fails
- * here and the next one is tried, so that it does not hold up the queue.
+ * here, naming the GPU, and the next one is tried, so that it does not
+ * hold up the queue.  It keeps the plan it was accepted with:
+ * plan_resolve() writes none when it refuses.
  */
 static struct job *worker_next_job(struct worker *w)
 {
@@ -607,7 +609,8 @@ static struct job *worker_next_job(struct worker *w)
 		if (plan_resolve(p->catalog, &job->spec, &lim, &job->plan,
 				 &err) >= 0)
 			return job;
-		job_finish(p->jobs, job, JOB_FAILED, NULL, "%s", err.message);
+		job_finish(p->jobs, job, JOB_FAILED, NULL, "on GPU %d: %s",
+			   w->index, err.message);
 	}
 	return NULL;
 }

@@ -38,6 +38,8 @@
  *                the hello of a worker that died as it started, there
  *                to be found in its socket after its exit
  *
+ * A line may end in " smem=BYTES": that device's shared memory per block
+ * (232448, an H100's, otherwise), so that a node's GPUs can differ.
  * A first line of "probe_hang" makes "--probe" hang instead.
  * GEMMD_FAULT_NAME, when set, is every device's name, so that tests can
  * give gemmd one that must be escaped.
@@ -57,8 +59,8 @@
 
 #define LINE_MAX_LEN 64
 
-/* Line n of the fault file (from 0), or "" past its end. */
-static int fault_line(unsigned int n, char *buf, size_t len)
+/* Line n of the fault file (from 0), or "" past its end, as written. */
+static int fault_line_raw(unsigned int n, char *buf, size_t len)
 {
 	const char *path = getenv("GEMMD_FAULT_FILE");
 	unsigned int i = 0;
@@ -80,6 +82,28 @@ static int fault_line(unsigned int n, char *buf, size_t len)
 	return 0;
 }
 
+/* Line n, its mode alone: what comes before " smem=". */
+static int fault_line(unsigned int n, char *buf, size_t len)
+{
+	int r = fault_line_raw(n, buf, len);
+	char *opt = strstr(buf, " smem=");
+
+	if (opt)
+		*opt = '\0';
+	return r;
+}
+
+/* Device n's shared memory per block: its " smem=" or an H100's. */
+static int fault_smem(unsigned int n)
+{
+	char line[LINE_MAX_LEN];
+	const char *opt;
+
+	fault_line_raw(n, line, sizeof(line));
+	opt = strstr(line, " smem=");
+	return opt ? atoi(opt + 6) : 232448;
+}
+
 static unsigned int fault_lines(void)
 {
 	char line[LINE_MAX_LEN];
@@ -99,7 +123,7 @@ static json_t *device_json(unsigned int index)
 			 name ? name : "gemmd fault-worker (no GPU)", "uuid",
 			 "none", "sm_count", 132, "memory_bytes",
 			 (json_int_t)80 << 30, "max_smem_per_block_optin",
-			 232448, "cublaslt", "available", 0);
+			 fault_smem(index), "cublaslt", "available", 0);
 }
 
 static int probe(void)
