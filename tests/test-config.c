@@ -194,6 +194,14 @@ static int load(struct config *c, const char *key, const char *value)
 	return r;
 }
 
+/* The keys that take a whole number. */
+static const char *const number_keys[] = {
+	"max-queued",	      "max-kept",	 "max-body",
+	"max-wait",	      "max-connections", "per-ip-connections",
+	"connection-timeout", "job-timeout-max", "worker-start-timeout",
+	"worker-retry",
+};
+
 /*
  * Whole numbers in range only, and 0 only where it means something:
  * max-kept (keep no ended job), max-wait (hold no request),
@@ -204,12 +212,6 @@ static int load(struct config *c, const char *key, const char *value)
  */
 static void test_numbers(void)
 {
-	static const char *const keys[] = {
-		"max-queued",	      "max-kept",	 "max-body",
-		"max-wait",	      "max-connections", "per-ip-connections",
-		"connection-timeout", "job-timeout-max", "worker-start-timeout",
-		"worker-retry",
-	};
 	static const char *const bad[] = {
 		"",    "-1",  "+1",
 		" 1x", "1 2", "0x10",
@@ -222,10 +224,10 @@ static void test_numbers(void)
 	struct config c;
 	size_t i, j;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		CHECK_EQ_INT(load(&c, keys[i], "1"), 0);
+	for (i = 0; i < sizeof(number_keys) / sizeof(number_keys[0]); i++) {
+		CHECK_EQ_INT(load(&c, number_keys[i], "1"), 0);
 		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++)
-			CHECK_EQ_INT(load(&c, keys[i], bad[j]), -EINVAL);
+			CHECK_EQ_INT(load(&c, number_keys[i], bad[j]), -EINVAL);
 	}
 	for (i = 0; i < sizeof(no_zero) / sizeof(no_zero[0]); i++)
 		CHECK_EQ_INT(load(&c, no_zero[i], "0"), -EINVAL);
@@ -259,34 +261,31 @@ static const char *num(char *buf, size_t len, unsigned long v)
  */
 static void test_messages(void)
 {
-	static const char *const keys[] = {
-		"max-queued",	      "max-kept",	 "max-body",
-		"max-wait",	      "max-connections", "per-ip-connections",
-		"connection-timeout", "job-timeout-max", "worker-start-timeout",
-		"worker-retry",
-	};
 	struct config c;
 	unsigned long lo, hi;
 	char buf[32];
 	const char *range;
 	size_t i;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		CHECK_EQ_INT(load(&c, keys[i], "x"), -EINVAL);
+	for (i = 0; i < sizeof(number_keys) / sizeof(number_keys[0]); i++) {
+		CHECK_EQ_INT(load(&c, number_keys[i], "x"), -EINVAL);
 		CHECK(strstr(err, "\"x\"; expected ") != NULL);
 		range = strrchr(err, ' ');
 		if (!range || sscanf(range, " %lu..%lu", &lo, &hi) != 2) {
-			fprintf(stderr, "  %s: no range in \"%s\"\n", keys[i],
-				err);
+			fprintf(stderr, "  %s: no range in \"%s\"\n",
+				number_keys[i], err);
 			CHECK(0);
 			continue;
 		}
-		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), lo)), 0);
-		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), hi)), 0);
-		CHECK_EQ_INT(load(&c, keys[i], num(buf, sizeof(buf), hi + 1)),
+		CHECK_EQ_INT(
+			load(&c, number_keys[i], num(buf, sizeof(buf), lo)), 0);
+		CHECK_EQ_INT(
+			load(&c, number_keys[i], num(buf, sizeof(buf), hi)), 0);
+		CHECK_EQ_INT(load(&c, number_keys[i],
+				  num(buf, sizeof(buf), hi + 1)),
 			     -EINVAL);
 		if (lo)
-			CHECK_EQ_INT(load(&c, keys[i],
+			CHECK_EQ_INT(load(&c, number_keys[i],
 					  num(buf, sizeof(buf), lo - 1)),
 				     -EINVAL);
 	}
