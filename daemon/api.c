@@ -648,6 +648,16 @@ static void get_health(struct api *api, struct http_request *req)
 		NULL, NULL);
 }
 
+static unsigned int requests_held(const struct api *api)
+{
+	const struct list_head *pos;
+	unsigned int n = 0;
+
+	list_for_each(pos, &api->waiters)
+		n++;
+	return n;
+}
+
 static void get_metrics(struct api *api, struct http_request *req)
 {
 	json_t *devices = workers_devices_json(api->workers);
@@ -657,6 +667,7 @@ static void get_metrics(struct api *api, struct http_request *req)
 		.kernels = (unsigned int)catalog_size(api->catalog),
 		.uptime_sec = uptime_sec(api),
 		.devices = devices,
+		.requests_held = requests_held(api),
 	};
 	char *text;
 

@@ -61,6 +61,9 @@ static void write_info(FILE *f, const struct metrics_view *v)
 		(unsigned long long)v->uptime_sec);
 	family(f, "gemmd_kernels", "gauge", "Kernels in the catalog.");
 	fprintf(f, "gemmd_kernels %u\n", v->kernels);
+	family(f, "gemmd_requests_held", "gauge",
+	       "Requests held until their job ends (?wait), not yet answered.");
+	fprintf(f, "gemmd_requests_held %u\n", v->requests_held);
 }
 
 static void write_jobs(FILE *f, const struct job_counts *c)

@@ -19,6 +19,7 @@ struct metrics_view {
 	unsigned int kernels;
 	uint64_t uptime_sec;
 	struct job_counts jobs;
+	unsigned int requests_held; /* ?wait requests not yet answered */
 	const json_t *devices; /* workers_devices_json() */
 };
 
