@@ -137,6 +137,18 @@ start_gemmd() {
 	fail "gemmd did not start listening"
 }
 
+# wait_held N: until gemmd holds N requests (?wait) unanswered, so that
+# what comes next (a SIGTERM, a DELETE) finds them held, not on the way.
+wait_held() {
+	wh=0
+	until curl -sS "$GEMMD_URL/metrics" 2>/dev/null |
+		grep -qx "gemmd_requests_held $1"; do
+		wh=$((wh + 1))
+		[ $wh -le 300 ] || fail "gemmd did not hold $1 request(s) within 30 s"
+		sleep 0.1
+	done
+}
+
 # stop_gemmd: SIGTERM to the gemmd start_gemmd started, and wait for it.
 # It must end cleanly (status 0): a gemmd that crashes on its way out, or
 # that died during the test (a crash after the last request looked at),
