@@ -113,12 +113,24 @@ struct param_scan {
 	const char *unknown;
 };
 
+/*
+ * An empty segment of a query ("?&wait=1", "?a=1&&b=2") names nothing:
+ * MHD hands it on as a parameter "" without a value, where it drops one
+ * at the end ("?wait=1&").  It is no parameter, wherever it is.
+ */
+static bool empty_segment(const char *key, const char *value)
+{
+	return !*key && !value;
+}
+
 static enum MHD_Result scan_param(void *cls, enum MHD_ValueKind kind,
 				  const char *key, const char *value)
 {
 	struct param_scan *s = cls;
 	const char *const *k;
 
+	if (empty_segment(key, value))
+		return MHD_YES;
 	for (k = s->known; *k; k++)
 		if (!strcmp(*k, key))
 			return MHD_YES;
@@ -501,6 +513,8 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				"%s %s holds a NUL byte", what, key);
 		return MHD_NO;
 	}
+	if (kind == MHD_GET_ARGUMENT_KIND && empty_segment(key, value))
+		return MHD_YES;
 	if (kind == MHD_GET_ARGUMENT_KIND && !value) {
 		gemmd_error_set(&v->e, 400, "invalid_value", key,
 				"parameter %s has no value: send %s=VALUE", key,
