@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "stats.h"
+#include "util.h"
 
 /*
  * Ascending, NaN after every number.  qsort() needs a total order: were
@@ -139,4 +140,23 @@ unsigned int stats_batch_size(double launch_us)
 		return STATS_BATCH_MAX;
 	b = ceil(STATS_BATCH_US / launch_us);
 	return b < STATS_BATCH_MAX ? (unsigned int)b : STATS_BATCH_MAX;
+}
+
+unsigned int stats_chunk_size(double sample_us, double chunk_us,
+			      unsigned int chunk_max, double left_us)
+{
+	unsigned int n = chunk_max;
+
+	if (sample_us * chunk_max > chunk_us)
+		n = MAX(1u, (unsigned int)(chunk_us / sample_us));
+	/*
+	 * A whole chunk past the time left would overrun a short budget
+	 * by up to chunk_us: max_time_ms 5 took up to 20 ms of samples.  The
+	 * last one may end past it by less than a sample.
+	 */
+	if (left_us <= 0)
+		return 1;
+	if (left_us < sample_us * n)
+		n = MAX(1u, (unsigned int)ceil(left_us / sample_us));
+	return n;
 }

@@ -75,3 +75,12 @@ bool stats_should_stop(const struct stats_rule *rule, size_t n, double total_us,
 
 /* Launches per sample for a launch of launch_us: 1 unless it is short. */
 unsigned int stats_batch_size(double launch_us);
+
+/*
+ * Samples of sample_us each to take before the next look at the
+ * stopping rule: as many as fit in chunk_us (at least one, at most
+ * chunk_max), but no more than reach left_us, the GPU time left before
+ * the rule's max_time_us (INFINITY: no such limit).
+ */
+unsigned int stats_chunk_size(double sample_us, double chunk_us,
+			      unsigned int chunk_max, double left_us);

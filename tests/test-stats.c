@@ -183,6 +183,33 @@ static void test_batch_size(void)
 	CHECK_EQ_INT(stats_batch_size(NAN), 1);
 }
 
+/*
+ * A chunk is about chunk_us of samples, but never runs far past the time
+ * the stopping rule has left: a short max_time_ms is a budget, not a
+ * chunk of 20 ms.
+ */
+static void test_chunk_size(void)
+{
+	/* no limit: as many as fit in 20 ms, 1..256 */
+	CHECK_EQ_INT(stats_chunk_size(50, 20000, 256, INFINITY), 256);
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, INFINITY), 20);
+	CHECK_EQ_INT(stats_chunk_size(50000, 20000, 256, INFINITY), 1);
+	CHECK_EQ_INT(stats_chunk_size(0, 20000, 256, INFINITY), 256);
+	CHECK_EQ_INT(stats_chunk_size(NAN, 20000, 256, INFINITY), 256);
+	/* plenty of time left: the same */
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, 5e6), 20);
+	/* max_time_ms 5, none taken yet: enough to reach 5 ms, not 20 */
+	CHECK_EQ_INT(stats_chunk_size(50, 20000, 256, 5000), 100);
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, 5000), 5);
+	/* a part of a sample left: one more, which reaches it */
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, 4500), 5);
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, 1), 1);
+	CHECK_EQ_INT(stats_chunk_size(50000, 20000, 256, 1000), 1);
+	/* nothing left (the rule stops first): still at least one */
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, 0), 1);
+	CHECK_EQ_INT(stats_chunk_size(1000, 20000, 256, -5), 1);
+}
+
 int main(void)
 {
 	RUN_TEST(test_percentile_odd);
@@ -193,5 +220,6 @@ int main(void)
 	RUN_TEST(test_sort_nan);
 	RUN_TEST(test_should_stop);
 	RUN_TEST(test_batch_size);
+	RUN_TEST(test_chunk_size);
 	return check_exit();
 }

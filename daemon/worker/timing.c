@@ -131,14 +131,20 @@ static int run_warmup(struct run *r, struct timer *t)
 	return 0;
 }
 
-/* Samples to queue before the next look at the stopping rule. */
+/*
+ * Samples to queue before the next look at the stopping rule; under the
+ * rule (no fixed count) no more than its max_time_ms has left.
+ */
 static unsigned int run_chunk(const struct run *r, const struct timer *t)
 {
-	const double sample_us = t->launch_us * t->batch;
-	unsigned int n = TIMING_CHUNK_MAX;
+	const double left_us =
+		r->spec->iterations ?
+			INFINITY :
+			r->spec->max_time_ms * 1000.0 - t->gpu_time_us;
+	const unsigned int n = stats_chunk_size(t->launch_us * t->batch,
+						TIMING_CHUNK_US,
+						TIMING_CHUNK_MAX, left_us);
 
-	if (sample_us * TIMING_CHUNK_MAX > TIMING_CHUNK_US)
-		n = MAX(1u, (unsigned int)(TIMING_CHUNK_US / sample_us));
 	return MIN(n, r->cap_samples - t->n_samples);
 }
 
