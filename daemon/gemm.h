@@ -359,8 +359,9 @@ struct gemm_lt_algo {
 
 /*
  * The baseline library's GEMM, timed like ours (never raw samples), in
- * the order the job asked for (order; rounds: chunks of its samples,
- * more than one only when interleaved), with its own telemetry.
+ * the order the job asked for (order; rounds: the chunks its samples
+ * were queued in, in either order: with interleaved, ours and its take
+ * turns chunk by chunk), with its own telemetry.
  */
 struct gemm_baseline_result {
 	bool present; /* false: no baseline asked for */
