@@ -179,32 +179,75 @@ static int report_curl(const struct ctl_http *h, CURL *curl, CURLcode cc,
 }
 
 /*
- * Refuses a URL whose scheme is not http or https before any request.
- * libcurl would refuse it too, but with CURLE_UNSUPPORTED_PROTOCOL, the
- * code it also gives for a reply that is not HTTP, which is another exit
- * status.  The scheme is found as libcurl finds it: a letter, then
- * letters, digits, '+', '-' or '.', then ":/".  A URL without one is left
- * alone; libcurl takes it for http.
+ * The length of what may be a URL's scheme, as libcurl finds it: a
+ * letter, then letters, digits, '+', '-' or '.'; 0 if none.  It is one
+ * where ":/" follows.
  */
-static int check_scheme(const char *url)
+static size_t scheme_len(const char *url)
 {
 	static const char scheme_chars[] = "abcdefghijklmnopqrstuvwxyz"
 					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					   "0123456789+-.";
-	size_t n = 0;
 
 	if ((url[0] >= 'a' && url[0] <= 'z') ||
 	    (url[0] >= 'A' && url[0] <= 'Z'))
-		n = strspn(url, scheme_chars);
-	if (!n || url[n] != ':' || url[n + 1] != '/')
-		return 0;
-	if ((n == 4 && !strncasecmp(url, "http", n)) ||
-	    (n == 5 && !strncasecmp(url, "https", n)))
+		return strspn(url, scheme_chars);
+	return 0;
+}
+
+static bool is_http(const char *url, size_t n)
+{
+	return (n == 4 && !strncasecmp(url, "http", n)) ||
+	       (n == 5 && !strncasecmp(url, "https", n));
+}
+
+/*
+ * Refuses a URL whose scheme is not http or https before any request.
+ * libcurl would refuse it too, but with CURLE_UNSUPPORTED_PROTOCOL, the
+ * code it also gives for a reply that is not HTTP, which is another exit
+ * status.  A URL without a scheme is left alone; libcurl takes it for
+ * http.
+ */
+static int check_scheme(const char *url)
+{
+	size_t n = scheme_len(url);
+
+	if (!n || url[n] != ':' || url[n + 1] != '/' || is_http(url, n))
 		return 0;
 	fprintf(stderr,
 		"gemmctl: invalid URL '%s': the scheme must be http or https\n",
 		url);
 	return -EINVAL;
+}
+
+/*
+ * Refuses a URL without a host ("http://", as "http://$HOST" makes of an
+ * empty HOST) or with an empty port ("gemmd:", from "gemmd:$PORT"), which
+ * libcurl would not refuse: it reads "http:/healthz", the base with a
+ * request's path, as a request to the host "healthz", and "gemmd:/healthz"
+ * as a URL of the scheme "gemmd", which it reports as a reply that is not
+ * HTTP (exit 3, as if gemmd did not answer); "http://gemmd:" goes to port
+ * 80.  check_scheme() has passed the URL.
+ */
+static int check_host(const char *url)
+{
+	size_t n = scheme_len(url);
+	const char *host = url;
+
+	/* libcurl takes any number of slashes after "http:", none included */
+	if (n && url[n] == ':' && (url[n + 1] == '/' || is_http(url, n)))
+		host = url + n + 1 + strspn(url + n + 1, "/");
+	n = strcspn(host, "/");
+	if (!n) {
+		fprintf(stderr, "gemmctl: invalid URL '%s': no host\n", url);
+		return -EINVAL;
+	}
+	if (host[n - 1] == ':') {
+		fprintf(stderr,
+			"gemmctl: invalid URL '%s': no port after ':'\n", url);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int set_method(CURL *curl, const char *method, const char *body,
@@ -343,7 +386,7 @@ int ctl_http_request(const struct ctl_http *h, const char *method,
 	CURLcode cc;
 	int r;
 
-	r = check_scheme(h->url);
+	r = check_scheme(h->url) ?: check_host(h->url);
 	if (r < 0)
 		return r;
 	r = -ENOMEM;

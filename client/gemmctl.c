@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -1141,7 +1142,15 @@ static int base_url(const char *opt, char **ret)
 		return -ENOMEM;
 	n = strlen(*ret);
 	while (n > 0 && (*ret)[n - 1] == '/')
-		(*ret)[--n] = '\0';
+		n--;
+	/*
+	 * Not the slashes of "http://" with no host after them, so that the
+	 * request refuses it for that ("no host").
+	 */
+	if ((n == 5 && !strncasecmp(*ret, "http:", n)) ||
+	    (n == 6 && !strncasecmp(*ret, "https:", n)))
+		return 0;
+	(*ret)[n] = '\0';
 	return 0;
 }
 
