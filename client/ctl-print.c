@@ -363,6 +363,22 @@ static _printf_(4, 5) void table_set(struct table *t, size_t row, size_t col,
 	free(text);
 }
 
+/*
+ * The columns text takes on a terminal: its characters, not its bytes.
+ * printf's widths count bytes, which padded a cell with a name past
+ * ASCII (UTF-8: two bytes for an accented letter) short and pushed the
+ * rest of its row out of line.  (A wide character, as of CJK, still
+ * takes two columns for one here.)
+ */
+static size_t text_width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 static void table_print_row(const struct table *t, const size_t *width,
 			    const char *const *text)
 {
@@ -370,12 +386,12 @@ static void table_print_row(const struct table *t, const size_t *width,
 
 	for (c = 0; c < t->ncols; c++) {
 		bool last = c + 1 == t->ncols;
-		int w = (int)width[c];
+		int pad = (int)(width[c] - text_width(text[c]));
 
 		if (t->align[c] == 'r')
-			printf("%*s", w, text[c]);
+			printf("%*s%s", pad, "", text[c]);
 		else
-			printf("%-*s", last ? 0 : w, text[c]);
+			printf("%s%*s", text[c], last ? 0 : pad, "");
 		fputs(last ? "\n" : "  ", stdout);
 	}
 }
@@ -394,9 +410,9 @@ static int table_print(const struct table *t)
 		return -ENOMEM;
 	}
 	for (c = 0; c < t->ncols; c++) {
-		width[c] = strlen(t->head[c]);
+		width[c] = text_width(t->head[c]);
 		for (r = 0; r < t->nrows; r++)
-			width[c] = MAX(width[c], strlen(cell(t, r, c)));
+			width[c] = MAX(width[c], text_width(cell(t, r, c)));
 	}
 	table_print_row(t, width, t->head);
 	for (r = 0; r < t->nrows; r++) {
