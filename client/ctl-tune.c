@@ -454,6 +454,66 @@ static int add_kernel(struct tune *t, const json_t *k)
 	return 0;
 }
 
+/*
+ * Each name of --schedule must be a schedule of some kernel in the
+ * catalog, whatever the job: one that is not (a typo, "cooprative") was
+ * left out in silence, so that "--schedule ws,cooprative" ranked the ws
+ * kernels alone as if they were all that was asked for, and a list of
+ * such names came to "no kernel of gemmd's catalog fits the job", which
+ * blamed the job.  Reported with the catalog's schedules.
+ */
+static int check_schedules(const struct tune *t, const json_t *kernels)
+{
+	const char *p = t->opts->schedules, *sched, *key;
+	json_t *have = json_object(), *k, *v;
+	char *name = NULL, *list = NULL;
+	size_t i, len = 1, used = 0;
+	int r = -ENOMEM;
+
+	if (!p) {
+		json_decref(have);
+		return CTL_EXIT_OK;
+	}
+	if (!have)
+		goto out;
+	json_array_foreach(kernels, i, k) {
+		sched = ctl_jstr(k, "schedule");
+		if (sched && json_object_set_new(have, sched, json_true()) < 0)
+			goto out;
+	}
+	for (r = 0; p && !r; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		free(name);
+		name = strndup(p, strcspn(p, ","));
+		r = !name ? -ENOMEM : json_object_get(have, name) ? 0 : -ENOENT;
+	}
+	if (r != -ENOENT)
+		goto out;
+	/* the catalog's schedules, "ws, cooperative, ..." */
+	json_object_foreach(have, key, v)
+		len += strlen(key) + 2;
+	list = malloc(len);
+	if (!list) {
+		r = -ENOMEM;
+		goto out;
+	}
+	list[0] = '\0';
+	json_object_foreach(have, key, v)
+		used += (size_t)snprintf(list + used, len - used, "%s%s",
+					 used ? ", " : "", key);
+	ctl_print_text(stderr,
+		       "gemmctl: tune: invalid --schedule '%s': no kernel of "
+		       "gemmd's catalog has the schedule '%s' (it has: %s)",
+		       t->opts->schedules, name, used ? list : "none");
+	fputc('\n', stderr);
+out:
+	free(list);
+	free(name);
+	json_decref(have);
+	if (r == -ENOMEM)
+		oom();
+	return r ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+}
+
 static int enumerate(struct tune *t)
 {
 	static const struct ctl_shape shape = { "a kernel list", "kernels",
@@ -467,12 +527,16 @@ static int enumerate(struct tune *t)
 		     &root);
 	if (r != CTL_EXIT_OK)
 		return r;
+	r = check_schedules(t, json_object_get(root, "kernels"));
+	if (r != CTL_EXIT_OK)
+		goto out;
 	json_array_foreach(json_object_get(root, "kernels"), i, k) {
 		if (add_kernel(t, k) < 0) {
 			r = CTL_EXIT_ERROR;
 			break;
 		}
 	}
+out:
 	json_decref(root);
 	return r;
 }
