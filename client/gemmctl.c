@@ -906,6 +906,10 @@ static int parse_list(int argc, char **argv, const char **ret_state)
 					ret_state);
 		if (r < 0)
 			return r;
+		/* as the other commands say it: "--stat" is no operand */
+		if (!r && opts && argv[i][0] == '-' && argv[i][1])
+			return usage_error("list: unknown option '%s'",
+					   argv[i]);
 		if (!r)
 			return usage_error("list: unexpected argument '%s'",
 					   argv[i]);
