@@ -967,6 +967,10 @@ unsigned int plan_deadline_sec(const struct gemm_spec *spec)
 	if (spec->baseline == GEMM_BASELINE_CUBLAS)
 		launches += PLAN_BASELINE_TRIAL_LAUNCHES;
 	sec = gemm_flops_budget(spec) * (launches + ref) / 20e12;
+	/* a fixed count of samples of a tiny kernel: their batches, flushes */
+	if (spec->iterations)
+		sec += (baseline ? 2.0 : 1.0) * spec->iterations *
+		       PLAN_SAMPLE_FLOOR_US / 1e6;
 	if (!spec->iterations)
 		sec += (baseline ? 6.0 : 3.0) * spec->max_time_ms / 1000.0;
 	if (baseline)

@@ -78,6 +78,14 @@ uint64_t plan_flush_bytes(uint64_t l2_bytes);
 #define PLAN_BASELINE_TRIAL_LAUNCHES 64
 
 /*
+ * The least wall time a timed sample takes, per side: a batch lasts at
+ * least STATS_BATCH_US, and cold mode writes twice the L2 before it.
+ * 128^3 with 100000 cold samples took 79 us a sample (docs/perf.md,
+ * session 43, run 2), which the per-launch FLOP budget counts as nothing.
+ */
+#define PLAN_SAMPLE_FLOOR_US 100.0
+
+/*
  * A job that asks for cuBLASLt (baseline "cublas" or "cublas_default",
  * or verify.reference "cublas") needs a device whose worker reported
  * it: 422 "unsupported" naming the field otherwise.  available: whether
