@@ -454,6 +454,13 @@ static int read_job(const char *file, const char *what, char **ret,
 		fprintf(stderr, "gemmctl: %s: %s\n", name, strerror(-r));
 	if (r < 0)
 		return r;
+	/* jansson calls it "unexpected token near end of file" at 1:0 */
+	if (strspn(buf, " \t\r\n") == len) {
+		fprintf(stderr, "gemmctl: %s: the %s file is empty\n", name,
+			what);
+		free(buf);
+		return -EINVAL;
+	}
 	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!root && !left_to_gemmd(&err)) {
 		ctl_print_text(stderr, "gemmctl: %s:%d:%d: %s", name, err.line,
