@@ -132,15 +132,19 @@ static char *job_path(const json_t *job, const char *suffix)
 
 /*
  * No longer followed (out of time, or its poll refused): the job is
- * cancelled, so that it holds its GPU no longer, and the GPU fails.
+ * cancelled, so that it holds its GPU no longer, and the GPU fails.  A
+ * cancel that got no answer is said, not taken for done: the job may
+ * still hold the GPU.
  */
 static int give_up(struct gpus *g, struct gpu_run *run, const char *why)
 {
 	const char *id = ctl_jstr(run->job, "id");
+	int status = ctl_job_delete(g->http, id, NULL);
 	json_t *ended;
+	int r;
 
 	/* 409: it ended between the last look and the cancel; take that. */
-	if (ctl_job_delete(g->http, id, NULL) == 409) {
+	if (status == 409) {
 		ended = ctl_job_ended(g->http, id);
 		if (ended) {
 			json_decref(run->job);
@@ -148,8 +152,23 @@ static int give_up(struct gpus *g, struct gpu_run *run, const char *why)
 			return CTL_EXIT_OK;
 		}
 	}
-	run->why = strdup(why);
-	return run->why ? CTL_EXIT_OK : -ENOMEM;
+	if (ctl_status_is_2xx(status))
+		r = asprintf(&run->why, "cancelled: %s", why);
+	else if (status == 409)
+		r = asprintf(&run->why, "%s (it had ended)", why);
+	else if (status)
+		r = asprintf(&run->why,
+			     "%s; not cancelled (HTTP %d): it may still run",
+			     why, status);
+	else
+		r = asprintf(&run->why,
+			     "%s; not cancelled (no answer): it may still run",
+			     why);
+	if (r < 0) {
+		run->why = NULL;
+		return -ENOMEM;
+	}
+	return CTL_EXIT_OK;
 }
 
 static int wait_job(struct gpus *g, struct gpu_run *run)
@@ -163,7 +182,7 @@ static int wait_job(struct gpus *g, struct gpu_run *run)
 
 	while (ctl_job_in_flight(run->job)) {
 		if (last)
-			return give_up(g, run, "cancelled: --wait ran out");
+			return give_up(g, run, "--wait ran out");
 		/*
 		 * Past the deadline, one look without holding: a job that
 		 * ended while another GPU's was waited for is not cancelled.

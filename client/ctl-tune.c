@@ -869,6 +869,9 @@ static json_t *lost_job(const struct tune *t, const struct ctl_http *http,
 	return job;
 }
 
+static bool cancel_cand(const struct ctl_http *http, struct cand *c,
+			const char *why);
+
 /*
  * The candidate waiting to send its POST again, whose first one may have
  * made a job after all: a job that ended is taken as the candidate's, one
@@ -897,11 +900,11 @@ static size_t cancel_lost(struct tune *t, const struct ctl_http *http,
 	if (ctl_state_is_final(ctl_jstr(job, "state"))) {
 		c->state = CAND_ENDED;
 		c->job = json_incref(job);
+	} else if (c->id) {
+		n = cancel_cand(http, c, why);
 	} else {
 		c->state = CAND_FAILED;
-		c->why = why;
-		n = c->id &&
-		    ctl_status_is_2xx(ctl_job_delete(http, c->id, &c->job));
+		c->why = "out of memory";
 	}
 	json_decref(job);
 	return n;
@@ -927,6 +930,9 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 	c->job = status == 409 ? ctl_job_ended(http, c->id) : NULL;
 	c->state = c->job ? CAND_ENDED : CAND_FAILED;
 	c->why = c->job ? NULL : why;
+	/* and not listed as cancelled: it may still hold its GPU */
+	if (!c->job && status != 409)
+		c->why = "not cancelled (its DELETE failed): it may still run";
 	return false;
 }
 

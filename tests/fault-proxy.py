@@ -24,6 +24,8 @@ odd_post:N answers the Nth POST that is not a dry run with a 202 whose
 body is not a job, without asking gemmd.  late_delete holds every
 DELETE /v1/jobs/ID until gemmd's job ID has ended and only then hands
 it on, as when a job ends in the moment the client cancels it.
+drop_delete closes the connection of every DELETE without an answer
+(nor asking gemmd): the client's cancel is lost and the job goes on.
 no_key_query hands GET /v1/jobs?idempotency_key=KEY on without its
 query, as a proxy that drops it would: gemmd answers with every job.
 
@@ -52,6 +54,7 @@ class Proxy(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.upstream = upstream.rstrip("/")
         self.late_delete = "late_delete" in rules
+        self.drop_delete = "drop_delete" in rules
         self.no_key_query = "no_key_query" in rules
         self.rules = [r for r in rules
                       if not r.startswith(("drop_", "fail_dry:", "odd_post:",
@@ -154,6 +157,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             job = json.loads(reply).get("id") if status < 300 else None
             print("fault-proxy: %s %s -> dropped (%d, job %s)" %
                   (self.command, self.path, status, job),
+                  file=sys.stderr, flush=True)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if self.command == "DELETE" and self.server.drop_delete:
+            print("fault-proxy: %s %s -> dropped" % (self.command, self.path),
                   file=sys.stderr, flush=True)
             self.close_connection = True
             self.connection.shutdown(2)
