@@ -7,7 +7,8 @@
  *   gemmd-worker --device N --fd 3 --kernel-dir DIR
  *	serve: framed JSON on fd 3, one job at a time.
  *   gemmd-worker --device N --kernel-dir DIR --once JOB.json
- *	run one job from a file and print its result (for debugging).
+ *	run one job from a file and print its result (for debugging);
+ *	exits 3 after a sticky error, as the served worker does.
  *
  * After a sticky CUDA error the context is useless, so the worker reports
  * the job's failure and exits; the supervisor starts a fresh one.
@@ -225,11 +226,20 @@ static int run_once(const struct options *o)
 	r = gpu_open(o->device, o->kernel_dir, &g, err, sizeof(err));
 	if (r >= 0)
 		r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
-	gpu_close(g);
-	if (r < 0) {
+	if (r < 0)
 		log_error("%s", err);
-		return 1;
+	/*
+	 * As in serve(): after a sticky error (a hung kernel included)
+	 * gpu_close() can block in the driver for good, so the error above
+	 * is said first and the GPU is left to the driver's teardown.
+	 */
+	if (sticky) {
+		fflush(NULL);
+		_exit(EXIT_STICKY);
 	}
+	gpu_close(g);
+	if (r < 0)
+		return 1;
 	j = json_pack("{s:o, s:o}", "plan", plan_to_json(&plan), "result",
 		      result_to_json(&res));
 	free(res.timing.raw_us);
