@@ -345,8 +345,9 @@ static bool run_exact(const struct gemm_spec *s)
  * What the inputs of an init are made of (reference.cu's draw()): the
  * standard deviation of a product of two elements, and the largest
  * product.  normal: N(0, 1), Box-Muller from 24-bit uniforms, so |x| is
- * at most sqrt(2 ln 2^24) < 5.8; uniform: [-1, 1), sd 1/sqrt(3); randint:
- * -2..2, sd sqrt(2).
+ * at most sqrt(2 ln 2^24) < 5.8; uniform: [-1, 1) in fp32, which rounds
+ * to [-1, 1] in bf16 or fp16 (so 1 is still the largest product), sd
+ * 1/sqrt(3); randint: -2..2, sd sqrt(2).
  */
 static void init_products(enum gemm_init init, double *sd, double *max)
 {
