@@ -119,6 +119,11 @@ static int run_lt_fastest(struct run *r, unsigned int n, unsigned int *ret)
 	if (!(best < INFINITY))
 		return run_context(r, -EOPNOTSUPP,
 				   "no cuBLASLt algorithm could be launched");
+	/*
+	 * The reason an algorithm was skipped stays in r->err, where a
+	 * later error that sets none of its own would be read with it.
+	 */
+	r->err[0] = '\0';
 	return 0;
 }
 
