@@ -117,10 +117,27 @@ static int handle_run(struct gpu *g, int fd, json_t *msg)
 	json_t *out;
 	int r;
 
-	if (!id ||
-	    spec_from_json(json_object_get(msg, "spec"), &spec, &perr) < 0 ||
-	    plan_from_json(json_object_get(msg, "plan"), &plan) < 0) {
-		send_error(fd, id, "worker could not read the job", false);
+	/*
+	 * Why, said: a gemmd and a worker of different builds (a package
+	 * upgraded under a running gemmd) is the likely cause, and the
+	 * field names which side is behind.
+	 */
+	if (!id) {
+		send_error(fd, id, "worker could not read the job: no id",
+			   false);
+		return 0;
+	}
+	if (spec_from_json(json_object_get(msg, "spec"), &spec, &perr) < 0) {
+		snprintf(err, sizeof(err),
+			 "worker could not read the job's spec: %s%s%s%s",
+			 perr.message, perr.field[0] ? " (field: " : "",
+			 perr.field, perr.field[0] ? ")" : "");
+		send_error(fd, id, err, false);
+		return 0;
+	}
+	if (plan_from_json(json_object_get(msg, "plan"), &plan) < 0) {
+		send_error(fd, id, "worker could not read the job's plan",
+			   false);
 		return 0;
 	}
 	memset(&res, 0, sizeof(res));
