@@ -454,6 +454,53 @@ static int add_kernel(struct tune *t, const json_t *k)
 	return 0;
 }
 
+/* Whether a kernel of the catalog has the schedule of n bytes at name. */
+static bool catalog_has(const json_t *kernels, const char *name, size_t n)
+{
+	const char *sched;
+	const json_t *k;
+	size_t i;
+
+	json_array_foreach(kernels, i, k) {
+		sched = ctl_jstr(k, "schedule");
+		if (sched && strlen(sched) == n && !strncmp(sched, name, n))
+			return true;
+	}
+	return false;
+}
+
+/* Whether a kernel before kernel i has the schedule sched. */
+static bool seen_before(const json_t *kernels, size_t i, const char *sched)
+{
+	const char *s;
+
+	while (i--) {
+		s = ctl_jstr(json_array_get(kernels, i), "schedule");
+		if (s && !strcmp(s, sched))
+			return true;
+	}
+	return false;
+}
+
+/* The catalog's schedules, each once: "cooperative, interleaved, ...". */
+static void print_schedules(const json_t *kernels)
+{
+	const char *sched;
+	const json_t *k;
+	bool any = false;
+	size_t i;
+
+	json_array_foreach(kernels, i, k) {
+		sched = ctl_jstr(k, "schedule");
+		if (!sched || seen_before(kernels, i, sched))
+			continue;
+		ctl_print_text(stderr, "%s%s", any ? ", " : "", sched);
+		any = true;
+	}
+	if (!any)
+		fputs("none", stderr);
+}
+
 /*
  * Each name of --schedule must be a schedule of some kernel in the
  * catalog, whatever the job: one that is not (a typo, "cooprative") was
@@ -464,54 +511,24 @@ static int add_kernel(struct tune *t, const json_t *k)
  */
 static int check_schedules(const struct tune *t, const json_t *kernels)
 {
-	const char *p = t->opts->schedules, *sched, *key;
-	json_t *have = json_object(), *k, *v;
-	char *name = NULL, *list = NULL;
-	size_t i, len = 1, used = 0;
-	int r = -ENOMEM;
+	const char *p;
+	size_t n;
 
-	if (!p) {
-		json_decref(have);
-		return CTL_EXIT_OK;
+	for (p = t->opts->schedules; p; p = strchr(p, ',')) {
+		p += *p == ',';
+		n = strcspn(p, ",");
+		if (catalog_has(kernels, p, n))
+			continue;
+		ctl_print_text(stderr,
+			       "gemmctl: tune: invalid --schedule '%s': no "
+			       "kernel of gemmd's catalog has the schedule "
+			       "'%.*s' (it has: ",
+			       t->opts->schedules, (int)n, p);
+		print_schedules(kernels);
+		fputs(")\n", stderr);
+		return CTL_EXIT_ERROR;
 	}
-	if (!have)
-		goto out;
-	json_array_foreach(kernels, i, k) {
-		sched = ctl_jstr(k, "schedule");
-		if (sched && json_object_set_new(have, sched, json_true()) < 0)
-			goto out;
-	}
-	for (r = 0; p && !r; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-		free(name);
-		name = strndup(p, strcspn(p, ","));
-		r = !name ? -ENOMEM : json_object_get(have, name) ? 0 : -ENOENT;
-	}
-	if (r != -ENOENT)
-		goto out;
-	/* the catalog's schedules, "ws, cooperative, ..." */
-	json_object_foreach(have, key, v)
-		len += strlen(key) + 2;
-	list = malloc(len);
-	if (!list) {
-		r = -ENOMEM;
-		goto out;
-	}
-	list[0] = '\0';
-	json_object_foreach(have, key, v)
-		used += (size_t)snprintf(list + used, len - used, "%s%s",
-					 used ? ", " : "", key);
-	ctl_print_text(stderr,
-		       "gemmctl: tune: invalid --schedule '%s': no kernel of "
-		       "gemmd's catalog has the schedule '%s' (it has: %s)",
-		       t->opts->schedules, name, used ? list : "none");
-	fputc('\n', stderr);
-out:
-	free(list);
-	free(name);
-	json_decref(have);
-	if (r == -ENOMEM)
-		oom();
-	return r ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+	return CTL_EXIT_OK;
 }
 
 static int enumerate(struct tune *t)
