@@ -946,9 +946,11 @@ static bool cancel_cand(const struct ctl_http *http, struct cand *c,
 	/* 409: it ended first; no answer (gemmd hung, say): not asked again */
 	c->job = status == 409 ? ctl_job_ended(http, c->id) : NULL;
 	c->state = c->job ? CAND_ENDED : CAND_FAILED;
-	c->why = c->job ? NULL : why;
-	/* and not listed as cancelled: it may still hold its GPU */
-	if (!c->job && status != 409)
+	if (c->job)
+		c->why = NULL;
+	else if (status == 409)
+		c->why = why;
+	else /* not listed as cancelled: it may still hold its GPU */
 		c->why = "not cancelled (its DELETE failed): it may still run";
 	return false;
 }
