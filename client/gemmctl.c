@@ -1103,6 +1103,8 @@ static int cmd_health(struct ctl *ctl, int argc, char **argv)
 
 static int cmd_help(struct ctl *ctl, int argc, char **argv)
 {
+	if (operands("help", NULL, argc, argv, 0, NULL) < 0)
+		return CTL_EXIT_USAGE;
 	usage(stdout);
 	return CTL_EXIT_OK;
 }
@@ -1179,8 +1181,11 @@ static int run(struct ctl *ctl, int argc, char **argv)
 	const struct command *cmd;
 	int r;
 
-	if (ctl->help)
-		return cmd_help(ctl, argc, argv);
+	/* --help goes with any command line, as in "gemmctl tune --help". */
+	if (ctl->help) {
+		usage(stdout);
+		return CTL_EXIT_OK;
+	}
 	if (ctl->version) {
 		printf("gemmctl %s\n", PACKAGE_VERSION);
 		return CTL_EXIT_OK;
