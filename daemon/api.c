@@ -31,7 +31,11 @@ struct api {
 	bool stopping;
 };
 
-/* A request held until its job ends or its wait runs out. */
+/*
+ * A request held until its job ends or its wait runs out.  It stays on
+ * api->waiters until it is answered, woken or not: a job that ends
+ * between the wake and the answer still leaves its final state here.
+ */
 struct waiter {
 	struct list_head link;
 	struct api *api;
@@ -39,6 +43,7 @@ struct waiter {
 	char id[JOB_ID_LEN + 1];
 	sd_event_source *timer;
 	bool created; /* POST: answer 202 while still not final */
+	bool woken; /* resumed: its answer goes out on a later turn */
 	json_t *ended; /* the job as it ended, or NULL */
 };
 
@@ -81,25 +86,32 @@ static void waiter_destroy(void *data)
 
 static void waiter_wake(struct waiter *w)
 {
-	list_del_init(&w->link);
+	if (w->woken)
+		return;
+	w->woken = true;
 	w->timer = sd_event_source_disable_unref(w->timer);
 	http_request_resume(w->req);
 }
 
 void api_stop(struct api *api)
 {
-	struct list_head *pos, *tmp;
+	struct list_head *pos;
 
 	api->stopping = true;
-	list_for_each_safe(pos, tmp, &api->waiters)
+	list_for_each(pos, &api->waiters)
 		waiter_wake(list_entry(pos, struct waiter, link));
 }
 
 struct api *api_free(struct api *api)
 {
+	struct list_head *pos, *tmp;
+
 	if (!api)
 		return NULL;
 	api_stop(api);
+	/* Requests the server has not let go of yet outlive the list. */
+	list_for_each_safe(pos, tmp, &api->waiters)
+		list_del_init(pos);
 	sd_event_unref(api->event);
 	json_decref(api->node);
 	free(api);
@@ -115,19 +127,20 @@ static int on_wait_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 void api_job_changed(struct job *job, void *userdata)
 {
 	struct api *api = userdata;
-	struct list_head *pos, *tmp;
+	struct list_head *pos;
 
 	if (!job_state_is_final(job->state))
 		return;
-	list_for_each_safe(pos, tmp, &api->waiters) {
+	list_for_each(pos, &api->waiters) {
 		struct waiter *w = list_entry(pos, struct waiter, link);
 
-		if (strcmp(w->id, job->id) != 0)
+		if (strcmp(w->id, job->id) != 0 || w->ended)
 			continue;
 		/*
 		 * The answer goes out on a later turn of the loop, by which
 		 * time jobs ending meanwhile may have pushed this one past
-		 * max-kept: keep it as it ended.
+		 * max-kept: keep it as it ended.  That holds as well for a
+		 * request whose wait ran out earlier in this turn.
 		 */
 		w->ended = job_to_json(job);
 		waiter_wake(w);
@@ -654,7 +667,7 @@ static unsigned int requests_held(const struct api *api)
 	unsigned int n = 0;
 
 	list_for_each(pos, &api->waiters)
-		n++;
+		n += !list_entry(pos, struct waiter, link)->woken;
 	return n;
 }
 
