@@ -564,9 +564,17 @@ static void worker_fault(struct worker *w, const char *fmt, ...)
 static void worker_watch(struct worker *w, uint64_t usec,
 			 sd_event_time_handler_t handler)
 {
+	int r;
+
 	w->watchdog = sd_event_source_disable_unref(w->watchdog);
-	sd_event_add_time_relative(w->pool->event, &w->watchdog,
-				   CLOCK_MONOTONIC, usec, 0, handler, w);
+	r = sd_event_add_time_relative(w->pool->event, &w->watchdog,
+				       CLOCK_MONOTONIC, usec, 0, handler, w);
+	if (r < 0) {
+		/* No timer, no grace: what it would have done is done now. */
+		log_warning_errno(r, "GPU %d: cannot arm a timer: %m",
+				  w->index);
+		handler(NULL, 0, w);
+	}
 }
 
 static int worker_send_job(struct worker *w, struct job *job)
@@ -590,12 +598,23 @@ static int worker_limits(const struct worker *w, struct device_limits *l)
 	return 0;
 }
 
+/* A job must not run without its deadline: armed before it is sent. */
+static int worker_arm_deadline(struct worker *w, const struct job *job)
+{
+	uint64_t timeout = (uint64_t)job->deadline_sec * 1000000ull;
+
+	return sd_event_add_time_relative(w->pool->event, &w->timer,
+					  CLOCK_MONOTONIC, timeout, 0,
+					  on_deadline, w);
+}
+
 /*
  * The next queued job for this worker, planned again for its device: its
  * limits are the ones that count.  A job that cannot be planned fails
  * here, naming the GPU, and the next one is tried, so that it does not
  * hold up the queue.  It keeps the plan it was accepted with:
- * plan_resolve() writes none when it refuses.
+ * plan_resolve() writes none when it refuses.  The job returned has its
+ * deadline armed.
  */
 static struct job *worker_next_job(struct worker *w)
 {
@@ -603,14 +622,22 @@ static struct job *worker_next_job(struct worker *w)
 	struct gemmd_error err;
 	struct device_limits lim;
 	struct job *job;
+	int r;
 
 	worker_limits(w, &lim);
 	while ((job = job_store_next_for(p->jobs, w->index))) {
 		if (plan_resolve(p->catalog, &job->spec, &lim, &job->plan,
-				 &err) >= 0)
+				 &err) < 0) {
+			job_finish(p->jobs, job, JOB_FAILED, NULL,
+				   "on GPU %d: %s", w->index, err.message);
+			continue;
+		}
+		r = worker_arm_deadline(w, job);
+		if (r >= 0)
 			return job;
-		job_finish(p->jobs, job, JOB_FAILED, NULL, "on GPU %d: %s",
-			   w->index, err.message);
+		job_finish(p->jobs, job, JOB_FAILED, NULL,
+			   "on GPU %d: gemmd cannot arm its deadline: %s",
+			   w->index, strerror(-r));
 	}
 	return NULL;
 }
@@ -619,7 +646,6 @@ static void worker_dispatch(struct worker *w)
 {
 	struct workers *p = w->pool;
 	struct job *job;
-	uint64_t timeout;
 	json_t *ident;
 	int r;
 
@@ -630,6 +656,7 @@ static void worker_dispatch(struct worker *w)
 	r = worker_send_job(w, job);
 	if (r < 0) {
 		/* The job stays queued for the worker that replaces it. */
+		w->timer = sd_event_source_disable_unref(w->timer);
 		worker_fault(w, "cannot be sent a job: %s", strerror(-r));
 		return;
 	}
@@ -641,9 +668,6 @@ static void worker_dispatch(struct worker *w)
 	w->last_error[0] = '\0';
 	w->kill = KILL_NONE;
 	worker_set_state(w, WORKER_BUSY);
-	timeout = (uint64_t)job->deadline_sec * 1000000ull;
-	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
-				   timeout, 0, on_deadline, w);
 }
 
 void workers_kick(struct workers *p)
@@ -924,9 +948,12 @@ static void worker_out_of_service(struct worker *w, const char *how)
 	 * sd-event's default accuracy (0: 250 ms) a client that came back
 	 * when told could still find the GPU out.
 	 */
-	if (p->retry_usec)
-		sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
-					   p->retry_usec, 1, on_retry, w);
+	if (p->retry_usec &&
+	    sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+				       p->retry_usec, 1, on_retry, w) < 0)
+		log_error("GPU %d: cannot arm its retry: it stays out of "
+			  "service until gemmd restarts",
+			  w->index);
 	fail_stranded_jobs(p, w);
 }
 
@@ -984,6 +1011,7 @@ static uint64_t restart_delay(const struct worker *w)
 static void schedule_restart(struct worker *w, const char *how)
 {
 	struct workers *p = w->pool;
+	int r;
 
 	if (p->shutting_down)
 		return;
@@ -992,8 +1020,17 @@ static void schedule_restart(struct worker *w, const char *how)
 		return;
 	}
 	worker_set_state(w, WORKER_RESTARTING);
-	sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
-				   restart_delay(w), 0, on_restart, w);
+	r = sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC,
+				       restart_delay(w), 0, on_restart, w);
+	if (r < 0) {
+		/*
+		 * Nothing would restart it later: now, without the back-off.
+		 * Failed starts still count, so this cannot loop for ever.
+		 */
+		log_warning_errno(r, "GPU %d: cannot arm its restart: %m",
+				  w->index);
+		worker_respawn(w);
+	}
 }
 
 /* An exit we neither asked for nor were told of (a sticky error) is a crash. */
