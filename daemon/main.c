@@ -53,17 +53,25 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-/* Socket activation: one inherited socket, or none. */
-static int inherited_listener(void)
+/*
+ * Socket activation: the one inherited socket in *ret, or -1 for none.
+ * More than one (two ListenStream= lines, say) stops gemmd: it serves
+ * one socket, and serving on listen instead left the clients of the
+ * sockets systemd held waiting for an accept that never came.
+ */
+static int inherited_listener(int *ret)
 {
 	int n = sd_listen_fds(1);
 
+	*ret = -1;
 	if (n < 0)
 		return log_error_errno(n, "sd_listen_fds: %m");
 	if (n > 1)
 		return log_error_errno(
 			-EINVAL, "Got %d sockets from systemd; expected 1", n);
-	return n == 1 ? SD_LISTEN_FDS_START : -1;
+	if (n == 1)
+		*ret = SD_LISTEN_FDS_START;
+	return 0;
 }
 
 /*
@@ -214,7 +222,12 @@ static int run(struct config *cfg)
 		goto out_workers;
 	job_store_set_notify(jobs, api_job_changed, api);
 
-	hcfg.listen_fd = inherited_listener();
+	r = inherited_listener(&hcfg.listen_fd);
+	if (r < 0) {
+		/* gemmd.socket's to mend: a restart gets the same sockets */
+		status = EXIT_CONFIG;
+		goto out_api;
+	}
 	if (hcfg.listen_fd >= 0 && config_listen_changed(cfg))
 		log_warning("listen = %s is not used: serving on the socket "
 			    "systemd passed (ListenStream= in gemmd.socket)",
