@@ -435,7 +435,8 @@ static const char *unknown_coding(struct http_request *req)
  * ways a request is read differently by two servers in a row (request
  * smuggling): two Host headers, two different Content-Lengths (MHD reads
  * the first), both Content-Length and Transfer-Encoding (MHD goes by the
- * second), and an HTTP/1.1 request without a Host (3.2, 6.1, 6.3).
+ * second), an HTTP/1.1 request without a Host (3.2, 6.1, 6.3), and
+ * whitespace before a header's colon (5.1).
  */
 struct value_check {
 	struct gemmd_error e;
@@ -501,6 +502,29 @@ static enum MHD_Result check_length(struct value_check *v, const char *value)
 	return MHD_NO;
 }
 
+/*
+ * Whitespace between a header's name and its colon: RFC 9112 5.1 has a
+ * server refuse it.  MHD keeps it as part of the name, so "Content-Length
+ * : 5" was no Content-Length here and its body was read as the next
+ * request on the connection, while a proxy in front that took the header
+ * had sent it as this one's body.
+ */
+static enum MHD_Result check_name(struct value_check *v, const char *key,
+				  size_t key_size)
+{
+	char name[sizeof(v->e.field)];
+	size_t n = key_size;
+
+	while (n && (key[n - 1] == ' ' || key[n - 1] == '\t'))
+		n--;
+	if (n == key_size)
+		return MHD_YES;
+	snprintf(name, sizeof(name), "%.*s", (int)n, key);
+	gemmd_error_set(&v->e, 400, "invalid_value", name,
+			"whitespace between header %s and its colon", name);
+	return MHD_NO;
+}
+
 static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				   const char *key, size_t key_size,
 				   const char *value, size_t value_size)
@@ -513,6 +537,8 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				"%s %s holds a NUL byte", what, key);
 		return MHD_NO;
 	}
+	if (kind == MHD_HEADER_KIND && check_name(v, key, key_size) == MHD_NO)
+		return MHD_NO;
 	if (kind == MHD_GET_ARGUMENT_KIND && empty_segment(key, value))
 		return MHD_YES;
 	if (kind == MHD_GET_ARGUMENT_KIND && !value) {
