@@ -569,15 +569,22 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+/*
+ * MHD takes HTTP/1.0 and 1.1, and reads 1.2 to 1.9 as 1.1 (RFC 9110
+ * 2.5: keep-alive, chunked bodies), so every version but 1.0 is held to
+ * 1.1's rules here too: "HTTP/1.9" without a Host was served.
+ */
 static void check_framing(struct value_check *v, const char *version)
 {
+	bool http_1_1 = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+
 	if (v->e.status)
 		return;
 	if (v->length && v->codings)
 		gemmd_error_set(&v->e, 400, "invalid_value", "Content-Length",
 				"Content-Length and Transfer-Encoding both "
 				"sent: send one");
-	else if (!v->hosts && !strcmp(version, MHD_HTTP_VERSION_1_1))
+	else if (!v->hosts && http_1_1)
 		gemmd_error_set(&v->e, 400, "missing_field", "Host",
 				"an HTTP/1.1 request needs a Host header");
 }
