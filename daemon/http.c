@@ -572,7 +572,10 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 /*
  * MHD takes HTTP/1.0 and 1.1, and reads 1.2 to 1.9 as 1.1 (RFC 9110
  * 2.5: keep-alive, chunked bodies), so every version but 1.0 is held to
- * 1.1's rules here too: "HTTP/1.9" without a Host was served.
+ * 1.1's rules here too: "HTTP/1.9" without a Host was served.  HTTP/1.0
+ * has no transfer codings, and one sent with it is faulty framing (RFC
+ * 9112 6.1): MHD de-chunked its body and kept the connection, where a
+ * proxy in front may have read the chunks as the next request.
  */
 static void check_framing(struct value_check *v, const char *version)
 {
@@ -587,6 +590,11 @@ static void check_framing(struct value_check *v, const char *version)
 	else if (!v->hosts && http_1_1)
 		gemmd_error_set(&v->e, 400, "missing_field", "Host",
 				"an HTTP/1.1 request needs a Host header");
+	else if (v->codings && !http_1_1)
+		gemmd_error_set(&v->e, 400, "invalid_value",
+				"Transfer-Encoding",
+				"Transfer-Encoding in an HTTP/1.0 request: "
+				"send the body with a Content-Length");
 }
 
 static bool bad_values(struct http_request *req, const char *version,
