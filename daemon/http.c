@@ -435,8 +435,8 @@ static const char *unknown_coding(struct http_request *req)
  * ways a request is read differently by two servers in a row (request
  * smuggling): two Host headers, two different Content-Lengths (MHD reads
  * the first), both Content-Length and Transfer-Encoding (MHD goes by the
- * second), an HTTP/1.1 request without a Host (3.2, 6.1, 6.3), and
- * whitespace before a header's colon (5.1).
+ * second), an HTTP/1.1 request without a Host (3.2, 6.1, 6.3),
+ * whitespace before a header's colon (5.1) and a bare CR (2.2).
  */
 struct value_check {
 	struct gemmd_error e;
@@ -525,6 +525,25 @@ static enum MHD_Result check_name(struct value_check *v, const char *key,
 	return MHD_NO;
 }
 
+/*
+ * A bare CR in a header line: RFC 9112 2.2 has a recipient refuse it or
+ * read it as a space.  MHD kept it in the value, so "X-A: a\rContent-
+ * Length: 53" was no Content-Length here and its body was read as the
+ * next request, while a proxy in front that ends lines at a CR had sent
+ * it as this one's body.
+ */
+static enum MHD_Result check_cr(struct value_check *v, const char *key,
+				size_t key_size, const char *value,
+				size_t value_size)
+{
+	if (!memchr(key, '\r', key_size) &&
+	    !(value && memchr(value, '\r', value_size)))
+		return MHD_YES;
+	gemmd_error_set(&v->e, 400, "invalid_value", key,
+			"header %s holds a bare CR", key);
+	return MHD_NO;
+}
+
 static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 				   const char *key, size_t key_size,
 				   const char *value, size_t value_size)
@@ -538,6 +557,9 @@ static enum MHD_Result check_value(void *cls, enum MHD_ValueKind kind,
 		return MHD_NO;
 	}
 	if (kind == MHD_HEADER_KIND && check_name(v, key, key_size) == MHD_NO)
+		return MHD_NO;
+	if (kind == MHD_HEADER_KIND &&
+	    check_cr(v, key, key_size, value, value_size) == MHD_NO)
 		return MHD_NO;
 	if (kind == MHD_GET_ARGUMENT_KIND && empty_segment(key, value))
 		return MHD_YES;
