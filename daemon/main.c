@@ -36,6 +36,7 @@
 static int mkdir_p(const char *path)
 {
 	char buf[PATH_MAX], *p;
+	struct stat st;
 
 	if (strlen(path) >= sizeof(buf))
 		return -ENAMETOOLONG;
@@ -50,7 +51,10 @@ static int mkdir_p(const char *path)
 	}
 	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	return 0;
+	/* EEXIST is also a file of that name, which is no folder. */
+	if (stat(buf, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 /*
