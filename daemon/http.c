@@ -647,12 +647,16 @@ static void check_headers(struct http_request *req, const char *version)
 	const char *te = unknown_coding(req);
 	struct gemmd_error e;
 
+	/* HTTP/1.0 has no chunked bodies (check_framing()). */
 	if (te)
 		http_respond_errorf(req, 501, "unsupported_transfer_encoding",
 				    MHD_HTTP_HEADER_TRANSFER_ENCODING,
 				    "transfer coding \"%s\" is not supported; "
-				    "send the body as is or chunked",
-				    te);
+				    "send the body %s",
+				    te,
+				    strcmp(version, MHD_HTTP_VERSION_1_0) ?
+					    "as is or chunked" :
+					    "with a Content-Length");
 	else if (bad_values(req, version, &e))
 		http_respond_error(req, &e);
 	else if (declared_too_large(req))
