@@ -59,7 +59,7 @@ int log_internal(int level, int err, const char *file, int line,
 		 const char *func, const char *fmt, ...)
 {
 	int saved_errno = errno;
-	char raw[1024], msg[4 * sizeof(raw)];
+	char raw[1024], msg[4 * sizeof(raw)], prefix[16];
 	va_list ap;
 
 	if (err < 0)
@@ -82,13 +82,21 @@ int log_internal(int level, int err, const char *file, int line,
 	 */
 	utf8_copy_line(msg, sizeof(msg), raw);
 
-	if (log_prefix_level)
-		fprintf(stderr, "<%d>", level);
-	if (log_max_level >= LOG_DEBUG)
-		fprintf(stderr, "%s: %s:%d %s(): %s\n", log_ident, file, line,
-			func, msg);
+	/*
+	 * The "<N>" and its line in one fprintf(), so one write() (stderr
+	 * is unbuffered): the workers write to the same stream, and a line
+	 * of theirs between the two would take this one's priority and
+	 * leave this line with none.
+	 */
+	if (!log_prefix_level)
+		prefix[0] = '\0';
 	else
-		fprintf(stderr, "%s: %s\n", log_ident, msg);
+		snprintf(prefix, sizeof(prefix), "<%d>", level);
+	if (log_max_level >= LOG_DEBUG)
+		fprintf(stderr, "%s%s: %s:%d %s(): %s\n", prefix, log_ident,
+			file, line, func, msg);
+	else
+		fprintf(stderr, "%s%s: %s\n", prefix, log_ident, msg);
 	errno = saved_errno;
 	return -err;
 }

@@ -6,6 +6,9 @@
  * line early, forge one or turn a message into binary.
  */
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #include "check.h"
 #include "log.h"
 
@@ -59,6 +62,40 @@ static void test_long(void)
 	CHECK(strchr(out, '\n') == out + strlen(out) - 1);
 }
 
+/*
+ * In the journal's stream, a line and its "<N>" go in one write():
+ * gemmd's workers write to the same stream, and a line of theirs
+ * between the two would take gemmd's priority, leaving gemmd's own
+ * line without one.  A SOCK_SEQPACKET socket keeps each write apart.
+ */
+static void test_journal_one_write(void)
+{
+	char buf[256], env[64];
+	int sv[2], saved;
+	struct stat st;
+	ssize_t n;
+
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+	CHECK(fstat(sv[0], &st) == 0);
+	snprintf(env, sizeof(env), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", env, 1);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(sv[0], STDERR_FILENO);
+	log_setup("gemmd");
+	log_warning("note %s", "one");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	unsetenv("JOURNAL_STREAM");
+	log_setup("gemmd");
+	n = recv(sv[1], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK_STREQ(buf, "<4>gemmd: note one\n");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	unsetenv("JOURNAL_STREAM");
@@ -68,5 +105,6 @@ int main(void)
 	RUN_TEST(test_controls);
 	RUN_TEST(test_not_utf8);
 	RUN_TEST(test_long);
+	RUN_TEST(test_journal_one_write);
 	return check_exit();
 }
