@@ -183,12 +183,19 @@ do_install() {
 	else
 		# No systemd here (a container): run it in the background.
 		stop_background
-		# What still answers there (one that did not stop, another
+		# What still listens there (one that did not stop, another
 		# server) the new gemmd cannot displace, and wait_healthy
-		# would take it for the new one.
-		if curl -s -o /dev/null --noproxy '*' --max-time 5 \
-			http://127.0.0.1:8090/; then
-			echo "bootstrap: something already answers on 127.0.0.1:8090 (a gemmd that did not stop, another server): not starting gemmd" >&2
+		# would take it for the new one.  Whatever takes the
+		# connection, answer or not: curl fails with 7 only where
+		# nothing does.  One that took it and did not answer in time
+		# (a gemmd that hangs, a server that is not HTTP) used to
+		# pass, and a new gemmd was started beside it, failed to
+		# listen, and was waited for as long as 450 polls of 5 s.
+		rc=0
+		curl -s -o /dev/null --noproxy '*' --max-time 5 \
+			http://127.0.0.1:8090/ || rc=$?
+		if [ $rc != 7 ]; then
+			echo "bootstrap: something already listens on 127.0.0.1:8090 (a gemmd that did not stop, another server): not starting gemmd" >&2
 			exit 1
 		fi
 		as_root sh -c "nohup $GEMMD_BIN >/var/log/gemmd.log 2>&1 &"
