@@ -10,6 +10,13 @@
 #
 # CUDA lives in /usr/local/cuda unless CUDA_HOME says otherwise.
 set -eu
+# A relative CUDA_HOME is taken from where this was run: made absolute
+# before the cd below, and so for configure, which runs in a build
+# folder (it looked for the toolkit under build/ and stopped on cuda.h).
+case ${CUDA_HOME:-/} in
+/*) ;;
+*) CUDA_HOME=$(pwd)/$CUDA_HOME ;;
+esac
 cd "$(dirname "$0")"
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
