@@ -502,13 +502,16 @@ def add_row(table, shape, dtype, kern, extra, rounds):
 
 def best_cells(url, args):
     """Per dtype and shape asked for: (dtype, shape, m, n, k, kern,
-    extra), BEST's configuration for it."""
+    extra), BEST's configuration for it; all looked up before any job
+    runs, so that a shape BEST lacks stops the run before it starts."""
     allk = kernels(url)
+    cells = []
     for dtype in args.dtype.split(","):
         for shape in args.shapes.split():
             m, n, k = (int(x) for x in shape.split("x"))
             kern, extra = best_of(allk, dtype, shape, args.pdl)
-            yield dtype, shape, m, n, k, kern, extra
+            cells.append((dtype, shape, m, n, k, kern, extra))
+    return cells
 
 
 def final(url, args):

@@ -27,6 +27,8 @@ KERNELS = [
      "placement": True, "pdl": True},
 ]
 failures = []
+# The jobs the last mode() posted, there even where the mode exited.
+family_jobs = []
 
 
 def check(what, got, want):
@@ -54,7 +56,8 @@ def failed(reason):
 
 def mode(what, answer, **kw):
     """Run family.py's mode what with answer(job) as gemmd; its table."""
-    jobs = []
+    global family_jobs
+    jobs = family_jobs = []
 
     def post(url, job):
         jobs.append(job)
@@ -149,6 +152,19 @@ for shape, kerns, says in (("100x100x100", KERNELS, "BEST has no"),
         check("best_of %s: exits" % shape, "returned", "exit")
     except SystemExit as e:
         check("best_of %s: says" % shape, says in str(e), True)
+
+# In clusters and final alike, before any job: not after the rows
+# of the shapes before it have run, with no table for them.
+for what in ("clusters", "final"):
+    try:
+        table, jobs = mode(what, lambda job, jobs: done(700.0, job, 700.0),
+                           shapes="4096x4096x4096 100x100x100", rounds=1)
+        check("%s, a shape BEST lacks: exits" % what, "returned", "exit")
+    except SystemExit as e:
+        check("%s, a shape BEST lacks: says" % what,
+              "BEST has no" in str(e), True)
+        check("%s, a shape BEST lacks: jobs run first" % what,
+              len(family_jobs), 0)
 
 if failures:
     sys.exit("\n".join(failures))
