@@ -54,6 +54,10 @@ dominate the mean power and the figure says little.  Timing: cold L2,
 the stopping rule with max_noise 1 % and at most 300 ms of GPU time
 per job; the final rounds at least 300 ms, so that the power field
 (updated every 100 ms) sees each side.
+The exit status is 1 where a row of the shapes, final or clusters
+table gives no figure or its verified round's output was wrong, or
+where the design table's cuBLASLt row has no figure (no configuration
+ran, or its job failed); the table is printed either way.
 """
 import argparse
 import json
@@ -314,7 +318,7 @@ def design(url, args):
         print("%-44s %8s %10.1f %8.1f%s" % (
             d, r["state"], r["median_us"], r["tflops"],
             "" if r["state"] == "done" else "  " + str(r["error"])))
-    print_reference(ref)
+    return print_reference(ref)
 
 
 def print_reference(ref):
@@ -328,11 +332,12 @@ def print_reference(ref):
         print("%-44s %8s  %s" % ("cuBLASLt (reference)", "-",
                                  (ref or {}).get("error") if ref else
                                  "not run: no configuration ran"))
-        return
+        return 1
     us = (b.get("timing") or {}).get("median_us") or 0.0
     print("%-44s %8s %10.1f %8.1f  (fastest row again: %.1f, %.3fx)" % (
         "cuBLASLt " + lt_kernel(ref), "done", us, b["tflops"],
         ref["tflops"], ref["speedup"] or 0.0))
+    return 0
 
 
 def candidates(kern):
@@ -422,6 +427,9 @@ def waves_cell(r):
 
 
 def print_table(table, ceil=None):
+    """The table; returns how many of its rows give no figure or failed
+    verification."""
+    bad = 0
     if ceil:
         print("ceiling (bench/ceiling, wgmmas alone at the cap): %s" % ", ".join(
             "%s %.1f TFLOP/s" % (d, t) for d, t in sorted(ceil.items())))
@@ -433,7 +441,9 @@ def print_table(table, ceil=None):
         if not r or r["state"] != "done":
             print("%-17s %-5s %-46s %s" % (shape, dtype, d,
                                            r and r["error"]))
+            bad += 1
             continue
+        bad += not r["verify"]
         b = r["baseline"] or {}
         lo, hi = r.get("spread", (0.0, 0.0))
         # Without a baseline round, merge_rounds() leaves ours alone.
@@ -445,6 +455,7 @@ def print_table(table, ceil=None):
                  "pass" if r["verify"] else "FAIL",
                  ceiling_cell(r, dtype, ceil), waves_cell(r),
                  r.get("lt_kernel", "-"), r.get("left_out", "")))
+    return bad
 
 
 def ceiling(path, dtypes, rest_ms):
@@ -534,7 +545,7 @@ def final(url, args):
     for cell, r in zip(cells, rounds):
         dtype, shape, m, n, k, kern, extra = cell
         add_row(table, shape, dtype, kern, extra, r)
-    print_table(table, ceil)
+    return print_table(table, ceil)
 
 
 def variants(kern, extra):
@@ -581,7 +592,7 @@ def clusters(url, args):
         rounds = turns(url, m, n, k, dtype, kern, configs, args.rounds)
         for e, r in zip(configs, rounds):
             add_row(table, shape, dtype, kern, e, r)
-    print_table(table)
+    return print_table(table)
 
 
 def shapes(url, args):
@@ -640,7 +651,7 @@ def shapes(url, args):
             rounds = final_rounds(url, m, n, k, dtype, kern, best[1],
                                   args.rounds)
             add_row(table, shape, dtype, kern, best[1], rounds)
-    print_table(table)
+    return print_table(table)
 
 
 def main():
@@ -673,8 +684,13 @@ def main():
                       cooldown_ms=args.cooldown_ms)
     if args.dtype is None:
         args.dtype = "bf16" if args.what == "design" else "bf16,fp16"
-    {"design": design, "shapes": shapes, "final": final,
-     "clusters": clusters}[args.what](url=args.url, args=args)
+    bad = {"design": design, "shapes": shapes, "final": final,
+           "clusters": clusters}[args.what](url=args.url, args=args)
+    if bad:
+        sys.exit("family.py: %s" % ("no cuBLASLt figure"
+                                    if args.what == "design" else
+                                    "%d row(s) without a figure or with "
+                                    "a wrong output" % bad))
 
 
 if __name__ == "__main__":

@@ -75,7 +75,8 @@ def mode(what, answer, **kw):
     out = io.StringIO()
     with contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(io.StringIO()):
-        getattr(family, what)("http://fake", types.SimpleNamespace(**args))
+        (what if callable(what) else getattr(family, what))(
+            "http://fake", types.SimpleNamespace(**args))
     return out.getvalue(), jobs
 
 
@@ -165,6 +166,36 @@ for what in ("clusters", "final"):
               "BEST has no" in str(e), True)
         check("%s, a shape BEST lacks: jobs run first" % what,
               len(family_jobs), 0)
+
+
+# The exit status of family.py itself: 0 where every row has its
+# figures, 1 where a row has none or its output was wrong (the table
+# printed either way).
+def status(what, answer):
+    argv = sys.argv
+    sys.argv = ["family.py", "http://fake", what, "--dtype", "bf16",
+                "--shapes", "4096x4096x4096", "--cooldown-ms", "0"]
+    try:
+        mode(lambda url, args: family.main(), answer)
+    except SystemExit as e:
+        return e.code
+    finally:
+        sys.argv = argv
+    return 0
+
+
+def wrong(job, jobs):
+    r = done(700.0, job, 700.0)
+    if job["verify"]["enabled"]:
+        r["result"]["verify"]["passed"] = False
+    return r
+
+
+check("final exit, all done", status("final", lambda job, jobs:
+                                     done(700.0, job, 700.0)), 0)
+check("final exit, all failed", bool(status(
+    "final", lambda job, jobs: failed("injected"))), True)
+check("final exit, wrong output", bool(status("final", wrong)), True)
 
 if failures:
     sys.exit("\n".join(failures))
