@@ -677,6 +677,13 @@ def main():
     args = p.parse_args()
     if args.rounds < 1:
         p.error("--rounds: at least one job per configuration")
+    # Each shape before any job: not one that stops the run after the
+    # search of those before it, with no table.
+    for shape in [args.size] + args.shapes.split():
+        dims = shape.split("x")
+        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0
+                                     for d in dims):
+            p.error("%r: not a shape MxNxK" % shape)
     # The jobs that time cuBLAS next to ours, in every timing mode: the
     # final rounds' pause between the two sides is this one too.
     for timing in (TIMING, SEARCH, FINAL):

@@ -171,10 +171,10 @@ for what in ("clusters", "final"):
 # The exit status of family.py itself: 0 where every row has its
 # figures, 1 where a row has none or its output was wrong (the table
 # printed either way).
-def status(what, answer):
+def status(what, answer, shapes="4096x4096x4096"):
     argv = sys.argv
     sys.argv = ["family.py", "http://fake", what, "--dtype", "bf16",
-                "--shapes", "4096x4096x4096", "--cooldown-ms", "0"]
+                "--shapes", shapes, "--cooldown-ms", "0"]
     try:
         mode(lambda url, args: family.main(), answer)
     except SystemExit as e:
@@ -196,6 +196,14 @@ check("final exit, all done", status("final", lambda job, jobs:
 check("final exit, all failed", bool(status(
     "final", lambda job, jobs: failed("injected"))), True)
 check("final exit, wrong output", bool(status("final", wrong)), True)
+
+# A shape that is not MxNxK stops shapes before the search of the
+# shapes before it, not with a traceback after it.
+with contextlib.redirect_stderr(io.StringIO()):
+    check("shapes, a bad shape: exit", status(
+        "shapes", lambda job, jobs: done(700.0, job),
+        "4096x4096x4096 1024x1024"), 2)
+check("shapes, a bad shape: jobs run first", len(family_jobs), 0)
 
 if failures:
     sys.exit("\n".join(failures))
