@@ -767,10 +767,11 @@ static void kernel_general_entry(const struct kernel_info *k,
 
 /*
  * Stream-K (cooperative): on many tiles over every cluster shape, the
- * epilogues and output types taken in turn, with and without C; on the
- * square, ragged and short-K shapes; on sk_shapes; one case within
- * tolerance; and one with PDL, whose back-to-back launches must each
- * leave the workspace's flags as they found them.
+ * epilogues and output types taken in turn (each type with each
+ * epilogue, with and without C); on the square, ragged and short-K
+ * shapes; on sk_shapes; one case within tolerance; and one with PDL,
+ * whose back-to-back launches must each leave the workspace's flags as
+ * they found them.
  */
 static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 {
@@ -791,7 +792,7 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
 		c.cx = o->clusters[i % o->n_clusters][0];
 		c.cy = o->clusters[i % o->n_clusters][1];
 		c.epilogue = o->epilogues[i % o->n_epilogues];
-		c.out = o->outs[(i + i / 2) % o->n_outs];
+		c.out = o->outs[(i + i / 4) % o->n_outs];
 		c.order = orders[i % ARRAY_SIZE(orders)];
 		c.scaled = (i / 2) % 2;
 		c.init = GEMM_INIT_RANDINT;
