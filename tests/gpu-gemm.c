@@ -828,7 +828,11 @@ static void kernel_stream_k(const struct kernel_info *k, const struct offer *o)
  * the ring wherever its length does not divide the count (a ring of 2
  * or 4 always).  With --full every stage class and cluster shape at each
  * depth, else one case a depth, the stage class and the cluster shape
- * taken in turn; epilogue, output type, work order and C in turn too.
+ * taken in turn; epilogue, output type, work order and C in turn too:
+ * with --full each output type with each epilogue and stage class,
+ * with and without C, at each depth; else each epilogue into the input
+ * type and into fp32, the tma one once without C (16-bit D stored
+ * beside the next tile).
  */
 static const uint64_t walk_k[] = { 64, 136, 320, 1032 };
 
@@ -850,9 +854,9 @@ static void kernel_walk(const struct kernel_info *k, const struct offer *o,
 		c.cx = o->clusters[cl % o->n_clusters][0];
 		c.cy = o->clusters[cl % o->n_clusters][1];
 		c.epilogue = o->epilogues[i % o->n_epilogues];
-		c.out = o->outs[(i + i / 2) % o->n_outs];
+		c.out = o->outs[(i / 2 + i / 8) % o->n_outs];
 		c.order = orders[(i + i / 4) % ARRAY_SIZE(orders)];
-		c.scaled = (i / 3) % 2;
+		c.scaled = (i / 3 + i / 18) % 2;
 		c.init = GEMM_INIT_RANDINT;
 		c.mode = GEMM_TIMING_HOT;
 		kernel_case(&c);
