@@ -707,9 +707,12 @@ static void kernel_many_tiles(const struct kernel_info *k,
 
 /*
  * Programmatic dependent launch: each timed launch may start while the
- * one before it ends, and must wait for it before touching memory.  One
- * randint case on many tiles, timed hot so that the launches run back to
- * back; for a kernel that is not persistent, several waves of CTAs.
+ * one before it ends, and must wait for it before touching memory.  Two
+ * randint cases on many tiles, timed hot so that the launches run back
+ * to back; for a kernel that is not persistent, several waves of CTAs.
+ * The first on one CTA, which the worker launches as a plain grid; the
+ * second on the largest cluster, launched as clusters with both
+ * attributes, whose CTAs meet at a cluster barrier before they wait.
  */
 static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
 {
@@ -726,6 +729,17 @@ static void kernel_pdl(const struct kernel_info *k, const struct offer *o)
 	c.init = GEMM_INIT_RANDINT;
 	c.mode = GEMM_TIMING_HOT;
 	c.pdl = true;
+	kernel_case(&c);
+
+	if (o->n_clusters < 2)
+		return;
+	c.stages = STAGES_MAX;
+	c.cx = o->clusters[o->n_clusters - 1][0];
+	c.cy = o->clusters[o->n_clusters - 1][1];
+	c.epilogue = o->epilogues[0];
+	c.out = o->outs[MIN(1u, o->n_outs - 1)];
+	c.order = orders[1];
+	c.scaled = true;
 	kernel_case(&c);
 }
 
