@@ -46,7 +46,8 @@
  * 4000x4040x320, several tiles per CTA, and a walk over such tiles at
  * four depths of K (kernel_walk(): four cases, or with --full every
  * stage class and cluster shape at each); cooperative kernels also run
- * their stream-K cases (kernel_stream_k()), and the SM90
+ * their stream-K cases (kernel_stream_k()), the kernels built with GPC
+ * placement two cases with it (kernel_placement()), and the SM90
  * warp-specialized kernels two cases on their general entry
  * (kernel_general_entry()).  randint inputs make fp32 accumulation
  * exact: the kernels must then match the reference rounded to the output
@@ -172,6 +173,7 @@ struct tcase {
 	bool pdl; /* launched with programmatic dependent launch */
 	bool stream_k; /* "decomposition": "stream_k" */
 	bool full; /* "occupancy": "full" (default: "auto") */
+	bool gpc; /* "placement": "gpc" (default: "none") */
 	bool general; /* the kernel's own entry where the plan has _packed */
 	enum gemm_init init;
 	enum gemm_timing_mode mode;
@@ -323,7 +325,7 @@ static void describe(const struct tcase *c, const struct shape *s,
 {
 	snprintf(buf, len,
 		 "%llux%llux%llu stages=%u(%s) cluster=%ux%u epilogue=%s "
-		 "out=%s order=%s/%u%s%s%s%s%s init=%s %s",
+		 "out=%s order=%s/%u%s%s%s%s%s%s init=%s %s",
 		 (unsigned long long)s->m, (unsigned long long)s->n,
 		 (unsigned long long)s->k, stages, stage_class_names[c->stages],
 		 c->cx, c->cy, gemm_epilogue_to_string(c->epilogue),
@@ -332,6 +334,7 @@ static void describe(const struct tcase *c, const struct shape *s,
 		 c->scaled ? " alpha=2 beta=-1" : "", c->pdl ? " pdl" : "",
 		 c->stream_k ? " stream_k" : "",
 		 c->full ? " occupancy=full" : "",
+		 c->gpc ? " placement=gpc" : "",
 		 c->general ? " entry=general" : "",
 		 gemm_init_to_string(c->init), gemm_timing_mode_names[c->mode]);
 }
@@ -351,7 +354,7 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		"\"tile\": \"%ux%ux%u\", \"stages\": %u, \"cluster\": [%u, %u], "
 		"\"raster\": \"%s\", \"swizzle\": %u, \"epilogue\": \"%s\", "
 		"\"pdl\": %s, \"decomposition\": \"%s\", "
-		"\"occupancy\": \"%s\"}, "
+		"\"occupancy\": \"%s\", \"placement\": \"%s\"}, "
 		"\"timing\": {\"warmup\": 0, \"iterations\": %d, "
 		"\"mode\": \"%s\", \"cooldown_ms\": 0}, "
 		"\"verify\": {\"init\": \"%s\", \"seed\": %llu}, "
@@ -365,9 +368,9 @@ static int job_json(const struct tcase *c, const struct shape *s,
 		gemm_raster_to_string(c->order.raster), c->order.swizzle,
 		gemm_epilogue_to_string(c->epilogue), c->pdl ? "true" : "false",
 		c->stream_k ? "stream_k" : "data_parallel",
-		c->full ? "full" : "auto", CASE_ITERATIONS,
-		gemm_timing_mode_names[c->mode], gemm_init_to_string(c->init),
-		(unsigned long long)t.seed++);
+		c->full ? "full" : "auto", c->gpc ? "gpc" : "none",
+		CASE_ITERATIONS, gemm_timing_mode_names[c->mode],
+		gemm_init_to_string(c->init), (unsigned long long)t.seed++);
 	return n > 0 && (size_t)n < len ? 0 : -ENOBUFS;
 }
 
@@ -603,6 +606,27 @@ static void offer_get(const struct kernel_info *k, struct offer *o)
 	o->n_clusters = kernel_clusters(k, o->clusters);
 	o->n_epilogues = kernel_epilogues(k, o->epilogues);
 	o->n_outs = kernel_outs(k, o->outs);
+}
+
+/*
+ * A case of k on rows x cols tiles, K 256, its fewest stages, a 1x1
+ * cluster, direct stores, randint inputs, hot timing.
+ */
+static void plain_case(struct tcase *c, const struct kernel_info *k,
+		       uint64_t rows, uint64_t cols)
+{
+	memset(c, 0, sizeof(*c));
+	c->k = k;
+	c->shape.m = rows * k->tile.m;
+	c->shape.n = cols * k->tile.n;
+	c->shape.k = 256;
+	c->stages = STAGES_MIN;
+	c->cx = c->cy = 1;
+	c->epilogue = GEMM_EPILOGUE_DIRECT;
+	c->out = k->dtype;
+	c->order = orders[0];
+	c->init = GEMM_INIT_RANDINT;
+	c->mode = GEMM_TIMING_HOT;
 }
 
 static enum outcome kernel_case(struct tcase *c)
@@ -878,6 +902,42 @@ static void kernel_walk(const struct kernel_info *k, const struct offer *o,
 }
 
 /*
+ * GPC placement (the kernels built with it): each cluster claims its
+ * place in the work order from its GPC group's counter, hands it to its
+ * peers through distributed shared memory, and the last cluster sets the
+ * counters back; the verified launch follows two others.  Two randint
+ * cases on many tiles: the largest cluster (eight CTAs, the place handed
+ * to seven peers) with the tma epilogue, and a cluster of four CTAs with
+ * direct stores of fp32 D with C, 3 k-tiles, every cluster that fits.
+ */
+static void kernel_placement(const struct kernel_info *k, const struct offer *o)
+{
+	struct tcase c;
+
+	if (!k->placement)
+		return;
+	plain_case(&c, k, 1, 1);
+	c.shape = t.sz->many_tiles;
+	c.stages = STAGES_MID;
+	c.cx = o->clusters[o->n_clusters - 1][0];
+	c.cy = o->clusters[o->n_clusters - 1][1];
+	c.epilogue = o->epilogues[o->n_epilogues - 1];
+	c.gpc = true;
+	kernel_case(&c);
+
+	c.shape.k = walk_k[1];
+	c.stages = STAGES_MIN;
+	c.cx = o->clusters[MIN(4u, o->n_clusters - 1)][0];
+	c.cy = o->clusters[MIN(4u, o->n_clusters - 1)][1];
+	c.epilogue = o->epilogues[0];
+	c.out = o->outs[MIN(1u, o->n_outs - 1)];
+	c.order = orders[1];
+	c.scaled = true;
+	c.full = true;
+	kernel_case(&c);
+}
+
+/*
  * A job the planner must refuse on field, before any launch: planned, or
  * refused for another reason, it fails.  Never a case: nothing runs.
  */
@@ -1061,6 +1121,7 @@ static void run_matrix(bool full)
 		}
 		if (k->pdl)
 			kernel_pdl(k, &o);
+		kernel_placement(k, &o);
 		kernel_general_entry(k, &o);
 		if (k->schedule == GEMM_SCHEDULE_COOPERATIVE)
 			kernel_stream_k(k, &o);
@@ -1104,27 +1165,6 @@ static bool one_tile_per_cta(const struct kernel_info *k)
 	return !k->persistent && k->schedule != GEMM_SCHEDULE_WS &&
 	       stages_of(k, STAGES_MIN, GEMM_EPILOGUE_DIRECT) &&
 	       (k->epilogues & KERNEL_BIT(GEMM_EPILOGUE_DIRECT));
-}
-
-/*
- * A case of k on rows x cols tiles, K 256, its fewest stages, a 1x1
- * cluster, direct stores, randint inputs, hot timing.
- */
-static void plain_case(struct tcase *c, const struct kernel_info *k,
-		       uint64_t rows, uint64_t cols)
-{
-	memset(c, 0, sizeof(*c));
-	c->k = k;
-	c->shape.m = rows * k->tile.m;
-	c->shape.n = cols * k->tile.n;
-	c->shape.k = 256;
-	c->stages = STAGES_MIN;
-	c->cx = c->cy = 1;
-	c->epilogue = GEMM_EPILOGUE_DIRECT;
-	c->out = k->dtype;
-	c->order = orders[0];
-	c->init = GEMM_INIT_RANDINT;
-	c->mode = GEMM_TIMING_HOT;
 }
 
 /*
