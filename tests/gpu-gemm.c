@@ -35,7 +35,8 @@
  *             4x4, 2x8), up to the kernel's limit
  *   epilogue  each one the kernel has
  *   out       the input type, fp32, the other 16-bit type (if offered)
- *   order     along_m / along_n with swizzle 1 and 8
+ *   order     along_m / along_n with swizzle 1 and 8 (2 and 4 in
+ *             kernel_placement())
  *   scaling   (alpha, beta) = (1, 0), or (2, -1) with C
  * By default each kernel runs six randint cases (one a cluster shape, where
  * it takes more than six) that between them take every value of every
@@ -909,6 +910,8 @@ static void kernel_walk(const struct kernel_info *k, const struct offer *o,
  * cases on many tiles: the largest cluster (eight CTAs, the place handed
  * to seven peers) with the tma epilogue, and a cluster of four CTAs with
  * direct stores of fp32 D with C, 3 k-tiles, every cluster that fits.
+ * They take the bands of width 2 and 4 (along_n and along_m), which
+ * orders[] leaves out: the matrix runs 1 and 8.
  */
 static void kernel_placement(const struct kernel_info *k, const struct offer *o)
 {
@@ -922,6 +925,7 @@ static void kernel_placement(const struct kernel_info *k, const struct offer *o)
 	c.cx = o->clusters[o->n_clusters - 1][0];
 	c.cy = o->clusters[o->n_clusters - 1][1];
 	c.epilogue = o->epilogues[o->n_epilogues - 1];
+	c.order = (struct order){ GEMM_RASTER_ALONG_N, 2 };
 	c.gpc = true;
 	kernel_case(&c);
 
@@ -931,7 +935,7 @@ static void kernel_placement(const struct kernel_info *k, const struct offer *o)
 	c.cy = o->clusters[MIN(4u, o->n_clusters - 1)][1];
 	c.epilogue = o->epilogues[0];
 	c.out = o->outs[MIN(1u, o->n_outs - 1)];
-	c.order = orders[1];
+	c.order = (struct order){ GEMM_RASTER_ALONG_M, 4 };
 	c.scaled = true;
 	c.full = true;
 	kernel_case(&c);
