@@ -516,6 +516,23 @@ static int run_poison(struct run *r)
 			  run_stride_blocks(r, count), 1, &fill);
 }
 
+/*
+ * Stream-K's partial-sum slots too (not its flags): a slot read before
+ * this launch wrote it, behind a flag left raised, then holds NaN rather
+ * than what the launch before left there, which are the same sums.
+ */
+static int run_poison_slots(struct run *r)
+{
+	const struct gemm_plan *p = r->plan;
+	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
+
+	if (p->decomposition != GEMM_DECOMP_STREAM_K)
+		return 0;
+	return run_memset32(r, r->sk_ws, GEMMD_POISON_U32,
+			    ctas * GEMMD_SK_SLOT_BYTES(p->tile.m, p->tile.n) /
+				    4);
+}
+
 /* The reference into the kept buffer, then its fingerprint. */
 static int run_reference(struct run *r)
 {
@@ -549,6 +566,12 @@ static int run_stats_reset(struct run *r)
 	return e;
 }
 
+/* Whether a launch leaves state that the next one starts from. */
+static bool run_carries_state(const struct run *r)
+{
+	return r->placement || r->plan->decomposition == GEMM_DECOMP_STREAM_K;
+}
+
 int run_verify(struct run *r, struct gemm_verdict *v)
 {
 	const struct gemm_spec *s = r->spec;
@@ -562,13 +585,17 @@ int run_verify(struct run *r, struct gemm_verdict *v)
 	if (!e)
 		e = run_alloc(r, &r->stats, sizeof(st));
 	/*
-	 * A placed launch claims from counters the launch before set back
-	 * to zero: check one that follows two, as every timed launch does.
+	 * A placed launch claims from counters, and a stream-K one waits
+	 * on flags, that the launch before set back to zero: check one
+	 * that follows two, as every timed launch does.  (The first after
+	 * run_workspace() would pass with flags it never clears.)
 	 */
-	for (int i = 0; !e && r->placement && i < 2; i++)
+	for (int i = 0; !e && run_carries_state(r) && i < 2; i++)
 		e = run_launch_ours(r);
 	if (!e)
 		e = run_poison(r);
+	if (!e)
+		e = run_poison_slots(r);
 	if (!e)
 		e = run_launch_ours(r);
 	if (!e)
