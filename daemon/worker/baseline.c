@@ -74,8 +74,10 @@ static int run_launch_lt(struct run *r)
 
 /*
  * Time algorithm i briefly: one launch to warm up, then
- * BASELINE_TRIAL_LAUNCHES between the first event pair.  A launch the
- * library refuses skips the algorithm (*ret_us = INFINITY).
+ * BASELINE_TRIAL_LAUNCHES between the first event pair, on a warm L2
+ * whatever the job's mode.  An algorithm the library refuses at its
+ * first launch is skipped (*ret_us = INFINITY); a launch that fails
+ * after one has worked fails the job: something else went wrong.
  */
 static int run_lt_trial(struct run *r, unsigned int i, double *ret_us)
 {
