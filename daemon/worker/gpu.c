@@ -1404,11 +1404,18 @@ static int run_grid(struct run *r)
  * leaves them zero, so the verified launch, the warm-up and the samples
  * all share the one workspace.  A data-parallel run has none.
  */
+uint64_t run_sk_slots_bytes(const struct run *r)
+{
+	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
+
+	return ctas * GEMMD_SK_SLOT_BYTES(r->plan->tile.m, r->plan->tile.n);
+}
+
 static int run_workspace(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
 	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
-	const uint64_t flags = ctas * GEMMD_SK_SLOT_BYTES(p->tile.m, p->tile.n);
+	const uint64_t flags = run_sk_slots_bytes(r);
 	int e;
 
 	if (p->decomposition != GEMM_DECOMP_STREAM_K)

@@ -212,6 +212,12 @@ int run_sync(struct run *r, const char *what, double launches);
 /* Set words 32-bit words at p to value, in stream order. */
 int run_memset32(struct run *r, CUdeviceptr p, uint32_t value, size_t words);
 
+/*
+ * The bytes of stream-K's partial-sum slots, one per CTA of the grid, at
+ * the start of its workspace; its flags follow them.
+ */
+uint64_t run_sk_slots_bytes(const struct run *r);
+
 /* Queue one launch of the kernel under test. */
 int run_launch_ours(struct run *r);
 

@@ -523,14 +523,10 @@ static int run_poison(struct run *r)
  */
 static int run_poison_slots(struct run *r)
 {
-	const struct gemm_plan *p = r->plan;
-	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
-
-	if (p->decomposition != GEMM_DECOMP_STREAM_K)
+	if (r->plan->decomposition != GEMM_DECOMP_STREAM_K)
 		return 0;
 	return run_memset32(r, r->sk_ws, GEMMD_POISON_U32,
-			    ctas * GEMMD_SK_SLOT_BYTES(p->tile.m, p->tile.n) /
-				    4);
+			    run_sk_slots_bytes(r) / 4);
 }
 
 /* The reference into the kept buffer, then its fingerprint. */
