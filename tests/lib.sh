@@ -149,6 +149,32 @@ wait_held() {
 	done
 }
 
+# worker_field DEV KEY: a field of GET /v1/devices' worker object.
+worker_field() {
+	http GET /v1/devices | json "j['devices'][$1]['worker']['$2']"
+}
+
+# wait_state DEV STATE SECONDS: until GPU DEV's worker is in STATE.
+wait_state() {
+	ws=0
+	while [ "$(worker_field "$1" state)" != "$2" ]; do
+		ws=$((ws + 1))
+		[ $ws -le $(($3 * 10)) ] ||
+			fail "GPU $1 was not $2 after $3 s: $(http GET /v1/devices)"
+		sleep 0.1
+	done
+}
+
+# wait_log PATTERN SECONDS: until gemmd's log has a line that matches.
+wait_log() {
+	wl=0
+	until grep -q -- "$1" "$TEST_TMP/gemmd.log"; do
+		wl=$((wl + 1))
+		[ $wl -le $(($2 * 10)) ] || fail "no '$1' in the log"
+		sleep 0.1
+	done
+}
+
 # stop_gemmd: SIGTERM to the gemmd start_gemmd started, and wait for it.
 # It must end cleanly (status 0): a gemmd that crashes on its way out, or
 # that died during the test (a crash after the last request looked at),
