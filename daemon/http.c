@@ -847,13 +847,19 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warning("http: %s", msg);
 }
 
-static int parse_listen(const char *address, struct addrinfo **ret)
+/*
+ * The resolver's own words go to *why: as an errno, a name that does not
+ * resolve read "Invalid argument".
+ */
+static int parse_listen(const char *address, struct addrinfo **ret,
+			const char **why)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	char host[128];
 	const char *colon = strrchr(address, ':');
 	size_t hl;
+	int e;
 
 	if (!colon || colon == address)
 		return -EINVAL;
@@ -866,18 +872,23 @@ static int parse_listen(const char *address, struct addrinfo **ret)
 		return -EINVAL;
 	memcpy(host, address, hl);
 	host[hl] = '\0';
-	if (getaddrinfo(strcmp(host, "*") ? host : NULL, colon + 1, &hints,
-			ret) != 0)
-		return -EINVAL;
+	e = getaddrinfo(strcmp(host, "*") ? host : NULL, colon + 1, &hints,
+			ret);
+	if (e == EAI_SYSTEM)
+		return -errno;
+	if (e) {
+		*why = gai_strerror(e);
+		return -EADDRNOTAVAIL;
+	}
 	return 0;
 }
 
-static int open_listener(const char *address)
+static int open_listener(const char *address, const char **why)
 {
 	struct addrinfo *ai;
 	int fd, one = 1, r;
 
-	r = parse_listen(address, &ai);
+	r = parse_listen(address, &ai, why);
 	if (r < 0)
 		return r;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
@@ -958,6 +969,7 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 		    struct http_server **ret)
 {
 	struct http_server *s;
+	const char *why = NULL;
 	int fd = cfg->listen_fd, r;
 
 	s = calloc(1, sizeof(*s));
@@ -968,7 +980,12 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 	s->userdata = userdata;
 	s->max_body = cfg->max_body;
 	if (fd < 0) {
-		fd = open_listener(cfg->listen);
+		fd = open_listener(cfg->listen, &why);
+		if (fd < 0 && why) {
+			r = log_error_errno(fd, "Cannot listen on %s: %s",
+					    cfg->listen, why);
+			goto fail;
+		}
 		if (fd < 0) {
 			r = log_error_errno(fd, "Cannot listen on %s: %m",
 					    cfg->listen);
