@@ -44,9 +44,12 @@ for size in $sizes; do
 	m=${size%%x*}; rest=${size#*x}; n=${rest%%x*}; k=${rest#*x}
 	for _ in $(seq "$rounds"); do
 		sleep "$pause"
-		g=$(curl -sf -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100,\"cooldown_ms\":$((pause * 1000)),\"baseline_order\":\"$order\"},\"verify\":{\"enabled\":false}}" |
+		# Not -f: the body of a job gemmd refuses says why.
+		g=$(curl -s -X POST "$url/v1/jobs?wait=600" -d "{\"m\":$m,\"n\":$n,\"k\":$k,\"baseline\":\"$baseline\",\"timing\":{\"mode\":\"hot\",\"warmup\":20,\"iterations\":100,\"cooldown_ms\":$((pause * 1000)),\"baseline_order\":\"$order\"},\"verify\":{\"enabled\":false}}" |
 			python3 -c 'import json,sys
 j = json.load(sys.stdin)
+if "error" in j:
+    sys.exit("gemmd refused the job: %s" % j["error"]["message"])
 if j.get("state") != "done":
     sys.exit("gemmd job %s: %s" % (j.get("state"), j.get("reason") or j))
 b = j["result"]["baseline"]

@@ -14,8 +14,19 @@ bench_gemmd_wait() {
 		sleep 0.2
 	done
 	[ -n "$url" ] || { echo "gemmd ($1) did not start" >&2; exit 1; }
+	# Until no GPU's worker is still to come up.  A gemmd that has no
+	# GPU stops the bench here: each of its jobs would be refused (it
+	# used to wait 20 s for a ready that could not come, then send
+	# them all).
 	for _ in $(seq 100); do
-		curl -sf "$url/v1/devices" | grep -q '"state": "ready"' && break
+		left=$(curl -sf "$url/v1/devices" | python3 -c 'import json, sys
+d = json.load(sys.stdin)["devices"]
+print(sum(x["worker"]["state"] != "ready" for x in d) if d else "none")') || left=""
+		if [ "$left" = none ]; then
+			echo "bench: gemmd has no GPU, and would refuse every job: $(grep -m1 'No GPUs' "$1")" >&2
+			exit 1
+		fi
+		[ "$left" = 0 ] && break
 		sleep 0.2
 	done
 }
