@@ -62,6 +62,25 @@ static void test_long_k(void)
 	      tol_of(4096, GEMM_INIT_NORMAL, 1.0, GEMM_DTYPE_FP32).atol);
 }
 
+/*
+ * randint with an alpha that is not exact (0.1) is compared within a
+ * tolerance, but its sums are still exact integers: only the epilogue
+ * rounds.  At K = 2^20 a lost k-tile of 64 products that sums to 2
+ * moves an fp32 D by 0.2 and must fail; a bound sized for the tensor
+ * cores' truncation of normal sums allowed about 13.
+ */
+static void test_randint_inexact(void)
+{
+	const double alpha = 0.1;
+	struct gemm_verdict v =
+		tol_of(1048576, GEMM_INIT_RANDINT, alpha, GEMM_DTYPE_FP32);
+
+	CHECK(v.atol > 0);
+	CHECK(v.atol < alpha * 2);
+	/* the epilogue's roundings, 2^-24 of |alpha| * 4K, a few times */
+	CHECK(v.atol >= 4 * ldexp(alpha * 4 * 1048576, -24));
+}
+
 /* cuBLASLt as the reference truncates too: more room, not less. */
 static void test_cublas_reference(void)
 {
@@ -111,6 +130,7 @@ int main(void)
 {
 	RUN_TEST(test_exact);
 	RUN_TEST(test_long_k);
+	RUN_TEST(test_randint_inexact);
 	RUN_TEST(test_cublas_reference);
 	RUN_TEST(test_small_alpha);
 	RUN_TEST(test_rtol);
