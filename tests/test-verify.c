@@ -17,8 +17,8 @@ static bool same(double x, double y)
 	return !(x < y) && !(x > y);
 }
 
-static struct gemm_verdict tol_of(uint64_t k, enum gemm_init init, double alpha,
-				  enum gemm_dtype out)
+static struct gemm_verdict tol_ab(uint64_t k, enum gemm_init init, double alpha,
+				  double beta, enum gemm_dtype out)
 {
 	struct gemm_spec s;
 	struct gemm_verdict v = { 0 };
@@ -29,9 +29,16 @@ static struct gemm_verdict tol_of(uint64_t k, enum gemm_init init, double alpha,
 	s.k = k;
 	s.init = init;
 	s.alpha = alpha;
+	s.beta = beta;
 	s.out = out;
 	verify_tolerance(&s, &v);
 	return v;
+}
+
+static struct gemm_verdict tol_of(uint64_t k, enum gemm_init init, double alpha,
+				  enum gemm_dtype out)
+{
+	return tol_ab(k, init, alpha, 0.0, out);
 }
 
 /* randint with whole alpha and beta: bit for bit. */
@@ -41,8 +48,45 @@ static void test_exact(void)
 		tol_of(4096, GEMM_INIT_RANDINT, 1.0, GEMM_DTYPE_FP32);
 
 	CHECK(same(v.atol, 0) && same(v.rtol, 0));
-	v = tol_of(4096, GEMM_INIT_RANDINT, 0.5, GEMM_DTYPE_FP32);
+	/* 0.1 times an integer is not exact in fp32 */
+	v = tol_of(4096, GEMM_INIT_RANDINT, 0.1, GEMM_DTYPE_FP32);
 	CHECK(v.atol > 0 && v.rtol > 0);
+	/* 5 * sum at K = 2^20 may be 2^24 + 5 */
+	v = tol_of(1048576, GEMM_INIT_RANDINT, 5.0, GEMM_DTYPE_FP32);
+	CHECK(v.atol > 0);
+}
+
+/* randint, fp32 out: compared bit for bit? */
+static bool exact_of(uint64_t k, double alpha, double beta)
+{
+	const struct gemm_verdict v =
+		tol_ab(k, GEMM_INIT_RANDINT, alpha, beta, GEMM_DTYPE_FP32);
+
+	return same(v.atol, 0) && same(v.rtol, 0);
+}
+
+/*
+ * Not only whole alpha and beta: values that are whole multiples of a
+ * power of two below 2^24 of it are exact in fp32 as well.
+ */
+static void test_exact_dyadic(void)
+{
+	/* 0.5 * sum + 1.5 * c: multiples of 0.5 below 2^13 */
+	CHECK(exact_of(4096, 0.5, 1.5));
+	CHECK(exact_of(4096, -0.25, 0));
+	/* 4 * sum at K = 2^20: multiples of 4 up to 2^24 */
+	CHECK(exact_of(1048576, 4, 0));
+	CHECK(exact_of(1048576, 3, 0));
+	/* 4 * sum + c: 2^24 + 1 may be one */
+	CHECK(!exact_of(1048576, 4, 1));
+	/* 3 * sum + 0.5 * c: 12582912.5 needs 25 bits */
+	CHECK(!exact_of(1048576, 3, 0.5));
+	/* a unit under the smallest normal float: a flushing kernel's zero */
+	CHECK(!exact_of(64, ldexp(1.0, -127), 0));
+	CHECK(exact_of(64, ldexp(1.0, -126), 0));
+	/* no alpha and no beta: D is zeros */
+	CHECK(exact_of(64, 0, 0));
+	CHECK(exact_of(64, 0, 0.5));
 }
 
 /*
@@ -129,6 +173,7 @@ static void test_rtol(void)
 int main(void)
 {
 	RUN_TEST(test_exact);
+	RUN_TEST(test_exact_dyadic);
 	RUN_TEST(test_long_k);
 	RUN_TEST(test_randint_inexact);
 	RUN_TEST(test_cublas_reference);

@@ -7,6 +7,7 @@
  * to its k-tile and stage (diagnose.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -326,19 +327,47 @@ static void verdict_fill(struct run *r, const struct gemm_cmp_stats *st,
 }
 
 /*
- * Exact comparison needs every value the GEMM makes to be an integer
- * that fp32 holds exactly, whatever the order of the sums and whether
- * the epilogue fuses alpha * acc + beta * c: randint inputs (|x| <= 2),
- * integer alpha and beta, and |alpha| * 4k + |beta| * 2 below 2^24.
+ * The exponent of the lowest set bit of x, finite and not 0: x is an odd
+ * integer times 2^low_bit(x) (3: 0, 4: 2, 0.5 and 1.5: -1).
+ */
+static int low_bit(double x)
+{
+	int e;
+	/* |x| = m * 2^e, m in [0.5, 1): m * 2^53 is a whole number */
+	const double m = frexp(fabs(x), &e);
+
+	return e - 53 + __builtin_ctzll((unsigned long long)ldexp(m, 53));
+}
+
+/*
+ * Exact comparison needs every value the GEMM makes to be exact in
+ * fp32, whatever the order of the sums and whether the epilogue fuses
+ * alpha * acc + beta * c.  randint inputs (|x| <= 2) make the products
+ * and sums integers of at most 4K <= 2^22.  alpha * acc, beta * c and
+ * their sum are then whole multiples of u, the lowest set bit of alpha
+ * or beta (1 for whole numbers; 0.5 for 0.5 or 1.5; 4 for 4), no larger
+ * than |alpha| * 4K + |beta| * 2: exact in fp32 where that is below
+ * 2^24 * u.  Whole alpha and beta are not the only such: with alpha
+ * 0.5, or 4 at K = 2^20, every value is exact as well, and D is compared
+ * bit for bit rather than within a tolerance.  u of at least 2^-126
+ * keeps every value but 0 a normal float, which a kernel that flushes
+ * subnormals leaves as it is.
  */
 static bool run_exact(const struct gemm_spec *s)
 {
 	const double bound =
 		fabs(s->alpha) * 4.0 * (double)s->k + fabs(s->beta) * 2.0;
+	int unit = INT_MAX;
 
-	return s->init == GEMM_INIT_RANDINT &&
-	       !(fabs(s->alpha - trunc(s->alpha)) > 0) &&
-	       !(fabs(s->beta - trunc(s->beta)) > 0) && bound < 0x1p24;
+	if (s->init != GEMM_INIT_RANDINT || !isfinite(bound))
+		return false;
+	if (fpclassify(s->alpha) != FP_ZERO)
+		unit = low_bit(s->alpha);
+	if (fpclassify(s->beta) != FP_ZERO)
+		unit = MIN(unit, low_bit(s->beta));
+	if (unit == INT_MAX)
+		return true; /* D is all zeros */
+	return unit >= -126 && ldexp(bound, -unit) < 0x1p24;
 }
 
 /*
