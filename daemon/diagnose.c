@@ -2,6 +2,7 @@
 /*
  * diagnose.c - explain a mismatch by k-tile and pipeline stage.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -240,9 +241,9 @@ static struct ranked *rank_sums(const double *p, unsigned int n)
 	return r;
 }
 
-void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
-		       const struct kdiag_elem *e, unsigned int n,
-		       unsigned int k, struct kdiag *ret)
+int diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
+		      const struct kdiag_elem *e, unsigned int n,
+		      unsigned int k, struct kdiag *ret)
 {
 	struct kdiag r = { .kind = KDIAG_NONE,
 			   .k_tile = -1,
@@ -253,19 +254,29 @@ void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
 			  .n_elems = MIN(n, KDIAG_MAX_ELEMS),
 			  .stages = stages };
 	unsigned int i;
+	int err = 0;
 
 	r.tile_m = e[0].row / tile->m;
 	r.tile_n = e[0].col / tile->n;
 	r.warpgroup = (e[0].row % tile->m) / 64;
+	/*
+	 * Without memory nothing is tried, and the caller must not report
+	 * "unexplained", which says that no k-tile fits.
+	 */
 	d.p = calloc(d.n_elems, sizeof(*d.p));
-	for (i = 0; d.p && stages && i < d.n_elems; i++) {
+	if (!d.p)
+		err = -ENOMEM;
+	for (i = 0; !err && stages && i < d.n_elems; i++) {
 		d.p[i] = partial_sums(e[i].a_row, e[i].b_col, k, tile->k,
 				      &d.n_tiles);
 		if (!d.p[i])
-			break;
+			err = -ENOMEM;
 	}
-	if (d.p && stages && i == d.n_elems)
+	if (!err && stages) {
 		d.by_sum = rank_sums(d.p[0], d.n_tiles);
+		if (!d.by_sum)
+			err = -ENOMEM;
+	}
 	if (d.by_sum)
 		explain(&d, &r);
 	free(d.by_sum);
@@ -277,12 +288,13 @@ void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
 	if (r.other_k_tile >= 0)
 		r.other_stage = r.other_k_tile % (int)stages;
 	*ret = r;
+	return err;
 }
 
-void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
-		      unsigned int row, unsigned int col, const float *a_row,
-		      const float *b_col, unsigned int k, double err,
-		      double tol, struct kdiag *ret)
+int diagnose_element(const struct gemm_tile *tile, unsigned int stages,
+		     unsigned int row, unsigned int col, const float *a_row,
+		     const float *b_col, unsigned int k, double err, double tol,
+		     struct kdiag *ret)
 {
 	const struct kdiag_elem e = { .row = row,
 				      .col = col,
@@ -291,7 +303,7 @@ void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
 				      .err = err,
 				      .tol = tol };
 
-	diagnose_elements(tile, stages, &e, 1, k, ret);
+	return diagnose_elements(tile, stages, &e, 1, k, ret);
 }
 
 /*

@@ -54,16 +54,18 @@ struct kdiag_elem {
 
 /*
  * Explain e[0]; e[1..n-1] are other mismatches of its tile and warpgroup
- * (at most KDIAG_MAX_ELEMS are read).
+ * (at most KDIAG_MAX_ELEMS are read).  0, or -ENOMEM where there was no
+ * memory for the k-tiles' sums: *ret is then KDIAG_NONE only because
+ * nothing was tried, and is no verdict on the mismatch.
  */
-void diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
-		       const struct kdiag_elem *e, unsigned int n,
-		       unsigned int k, struct kdiag *ret);
+int diagnose_elements(const struct gemm_tile *tile, unsigned int stages,
+		      const struct kdiag_elem *e, unsigned int n,
+		      unsigned int k, struct kdiag *ret);
 /* The same for one element alone. */
-void diagnose_element(const struct gemm_tile *tile, unsigned int stages,
-		      unsigned int row, unsigned int col, const float *a_row,
-		      const float *b_col, unsigned int k, double err,
-		      double tol, struct kdiag *ret);
+int diagnose_element(const struct gemm_tile *tile, unsigned int stages,
+		     unsigned int row, unsigned int col, const float *a_row,
+		     const float *b_col, unsigned int k, double err, double tol,
+		     struct kdiag *ret);
 
 /*
  * Which consumer warpgroup of schedule s wrote output row: ws,

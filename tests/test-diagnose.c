@@ -4,9 +4,13 @@
  * back to their k-tile and stage; anything else stays unexplained.
  */
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "diagnose.h"
@@ -293,6 +297,63 @@ static void test_tile_narrows(void)
 	}
 }
 
+/* The address space this process has mapped, in bytes; 0 if unknown. */
+static uint64_t mapped_bytes(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &pages) != 1)
+		pages = 0;
+	fclose(f);
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * With no memory for the k-tiles' sums nothing is tried: an error, not
+ * "unexplained", which would say that no k-tile fits.  The address space
+ * is capped below what K = 2^31 (2^25 k-tiles, 256 MiB of sums)
+ * needs, so the first allocation fails before a and b are read.
+ */
+static void test_no_memory(void)
+{
+	const uint64_t used = mapped_bytes();
+	struct rlimit old, cap;
+	struct kdiag d;
+	void *probe;
+	int e;
+
+	if (!used || getrlimit(RLIMIT_AS, &old)) {
+		printf("# no address-space limit to test with\n");
+		return;
+	}
+	cap = old;
+	cap.rlim_cur = used + (64u << 20);
+	if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < cap.rlim_cur)
+		cap.rlim_cur = old.rlim_cur;
+	if (setrlimit(RLIMIT_AS, &cap)) {
+		printf("# no address-space limit to test with\n");
+		return;
+	}
+	/* Only where the cap holds (not under valgrind, say): a and b are short. */
+	probe = malloc(sizeof(double) << 25);
+	if (probe) {
+		free(probe);
+		setrlimit(RLIMIT_AS, &old);
+		printf("# the address-space limit does not hold here\n");
+		return;
+	}
+	e = diagnose_element(&tile, 4, 0, 0, a, b, 1u << 31, 1.0, 0.5, &d);
+	setrlimit(RLIMIT_AS, &old);
+	CHECK_EQ_INT(e, -ENOMEM);
+	CHECK_EQ_INT(d.kind, KDIAG_NONE);
+	CHECK_EQ_INT(d.k_tile, -1);
+	CHECK_EQ_INT(diagnose_element(&tile, 4, 0, 0, a, b, K, 0.0, 0.5, &d),
+		     0);
+}
+
 static void test_half_ulp(void)
 {
 	CHECK(fabs(kdiag_half_ulp(GEMM_DTYPE_BF16, 300.0) - 1.0) <=
@@ -330,6 +391,7 @@ int main(void)
 	RUN_TEST(test_ambiguous);
 	RUN_TEST(test_other_slot);
 	RUN_TEST(test_tile_narrows);
+	RUN_TEST(test_no_memory);
 	RUN_TEST(test_half_ulp);
 	RUN_TEST(test_json);
 	return check_exit();

@@ -220,8 +220,10 @@ static void run_diagnose(struct run *r, struct gemm_verdict *v)
 	if (!n || el[0].row != v->sample[0].row ||
 	    el[0].col != v->sample[0].col)
 		goto out;
-	diagnose_elements(&r->plan->tile, r->plan->stages, el, n,
-			  (unsigned int)k, &d);
+	/* no memory to trace it: no "where", rather than "unexplained" */
+	if (diagnose_elements(&r->plan->tile, r->plan->stages, el, n,
+			      (unsigned int)k, &d))
+		goto out;
 	v->diagnosed = true;
 	v->where.tile_m = d.tile_m;
 	v->where.tile_n = d.tile_n;
