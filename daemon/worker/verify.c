@@ -456,9 +456,9 @@ static double output_floor(enum gemm_dtype out)
  * 2^-20 is four of them.  atol is scaled by alpha and nothing else, so
  * that a small alpha does not leave every value inside it.  beta * C
  * needs no term: its roundings are relative to it, inside rtol unless
- * it cancels with alpha * A * B, whose bound then covers them.  rtol is the output's final rounding: its epsilon
- * for bf16 and fp16; for fp32 there is none, and 2^-22 covers the
- * epilogue's own fp32 roundings.
+ * it cancels with alpha * A * B, whose bound then covers them.  rtol is
+ * the output's final rounding: its epsilon for bf16 and fp16; for fp32
+ * there is none, and 2^-22 covers the epilogue's own fp32 roundings.
  */
 void verify_tolerance(const struct gemm_spec *s, struct gemm_verdict *v)
 {
