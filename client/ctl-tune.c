@@ -1145,9 +1145,24 @@ static double tflops(const struct cand *c)
 	return json_is_number(v) ? json_number_value(v) : -1.0;
 }
 
+/*
+ * A rate that was measured: a number, finite and not negative.  A job
+ * that ended done without one (an odd or broken gemmd) has nothing to
+ * rank it by: it was ranked, last or anywhere, made tune exit 0 where
+ * nothing was measured, and its entry, "tflops": null, made merge
+ * refuse the document as not tune's.
+ */
+static bool has_rate(const struct cand *c)
+{
+	double v = tflops(c);
+
+	return isfinite(v) && v >= 0;
+}
+
 static bool ranked(const struct cand *c)
 {
-	return c->state == CAND_ENDED && ctl_job_succeeded(c->job);
+	return c->state == CAND_ENDED && ctl_job_succeeded(c->job) &&
+	       has_rate(c);
 }
 
 /* Fastest first; the catalog's order among equals. */
@@ -1207,6 +1222,9 @@ static char *failure_text(const struct cand *c)
 			return NULL;
 		return text;
 	}
+	if (ctl_job_succeeded(c->job))
+		return strdup("no rate: result.tflops is not a finite, "
+			      "non-negative number");
 	if (asprintf(&text,
 		     "verification failed: %" JSON_INTEGER_FORMAT " mismatches",
 		     json_integer_value(json_object_get(v, "mismatches"))) < 0)
