@@ -39,10 +39,24 @@ struct gpus {
 	double deadline; /* CLOCK_MONOTONIC s */
 };
 
+/* The first device before device i with its index; i where none. */
+static size_t same_index(const json_t *devices, size_t i)
+{
+	json_int_t index = json_integer_value(
+		json_object_get(json_array_get(devices, i), "index"));
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (json_integer_value(json_object_get(
+			    json_array_get(devices, j), "index")) == index)
+			return j;
+	return i;
+}
+
 static int get_devices(struct gpus *g)
 {
 	json_t *devices = NULL;
-	size_t i, n;
+	size_t i, j, n;
 	int r;
 
 	r = ctl_devices(g->http, &devices);
@@ -65,6 +79,20 @@ static int get_devices(struct gpus *g)
 				"gemmctl: gpus: GET %s/v1/devices: device %zu "
 				"has no index\n",
 				g->http->url, i);
+			json_decref(devices);
+			return CTL_EXIT_ERROR;
+		}
+		/*
+		 * An index twice would send two jobs to one GPU, to queue
+		 * one behind the other, and leave another GPU unchecked:
+		 * "every GPU ok" of a GPU that ran nothing.
+		 */
+		j = same_index(devices, i);
+		if (j < i) {
+			fprintf(stderr,
+				"gemmctl: gpus: GET %s/v1/devices: devices %zu "
+				"and %zu have the same index\n",
+				g->http->url, j, i);
 			json_decref(devices);
 			return CTL_EXIT_ERROR;
 		}
