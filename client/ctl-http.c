@@ -76,8 +76,14 @@ char *ctl_http_escape(const char *s)
 	for (p = out; *s; s++) {
 		unsigned char c = *s;
 
+		/*
+		 * '.' is unreserved, but an ID of "." or ".." left as it
+		 * is makes a dot segment, which libcurl removes (RFC 3986
+		 * 5.2.4): "status .." asked for /v1/ and "cancel ." sent
+		 * DELETE /v1/jobs/, each answered for another resource.
+		 */
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("-._~", c)) {
+		    (c >= '0' && c <= '9') || strchr("-_~", c)) {
 			*p++ = c;
 			continue;
 		}
