@@ -1428,8 +1428,18 @@ int ctl_print_gpus(const json_t *rows, double tolerance)
 	struct table t = { .head = head,
 			   .align = "rlrrrrlll",
 			   .ncols = ARRAY_SIZE(head) };
+	double line = 100 * (1 - tolerance);
+	int prec = 1;
 
-	printf("%zu GPU(s); slow: under %.1f %% of the best\n",
-	       json_array_size(rows), 100 * (1 - tolerance));
+	/*
+	 * To a tenth where that is the line, as it is for whole percents;
+	 * otherwise with the digits it has: --tolerance 0.04 read "under
+	 * 100.0 %" where a GPU at 99.97 % of the best was ok.
+	 */
+	while (prec < 9 &&
+	       fabs(round(line * pow(10, prec)) / pow(10, prec) - line) > 1e-9)
+		prec++;
+	printf("%zu GPU(s); slow: under %.*f %% of the best\n",
+	       json_array_size(rows), prec, line);
 	return print_rows(&t, rows, "no GPU", gpu_row);
 }
