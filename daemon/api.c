@@ -422,7 +422,8 @@ static void post_job(struct api *api, struct http_request *req)
 		refuse_stopping(req, NULL);
 		return;
 	}
-	r = job_store_add(api->jobs, &spec, &job);
+	r = job_store_add(api->jobs, &spec,
+			  workers_idle(api->workers, spec.device), &job);
 	if (r == -EBUSY) {
 		refuse_queue_full(api, req);
 		return;

@@ -149,14 +149,19 @@ static void job_store_trim(struct job_store *s, const struct job *keep)
 	}
 }
 
-int job_store_add(struct job_store *s, const struct gemm_spec *spec,
+int job_store_add(struct job_store *s, const struct gemm_spec *spec, bool idle,
 		  struct job **ret)
 {
 	struct job *job;
 	int r;
 
-	/* A dry run never waits for a GPU: the queue's limit is not its. */
-	if (!spec->dry_run && s->n_queued >= s->max_queued)
+	/*
+	 * The limit is on jobs that wait.  A dry run never waits for a GPU,
+	 * and one an idle GPU takes at once does not either: refused, it
+	 * was told to come back while a GPU it may run on had nothing to
+	 * do, because other GPUs' jobs filled the queue.
+	 */
+	if (!spec->dry_run && !idle && s->n_queued >= s->max_queued)
 		return -EBUSY;
 	job = calloc(1, sizeof(*job));
 	if (!job)

@@ -65,9 +65,10 @@ void job_store_set_node(struct job_store *s, json_t *node);
 /*
  * A new queued job, or -EBUSY if max-queued are queued already.  A dry run
  * is not put on the queue nor held to its limit: the caller finishes it at
- * once (job_finish()).
+ * once (job_finish()).  Nor is a job that an idle worker takes (idle): it
+ * is on the queue only until the caller's workers_kick() hands it over.
  */
-int job_store_add(struct job_store *s, const struct gemm_spec *spec,
+int job_store_add(struct job_store *s, const struct gemm_spec *spec, bool idle,
 		  struct job **ret);
 struct job *job_store_find(struct job_store *s, const char *id);
 /* The kept job created with this Idempotency-Key (not ""), or NULL. */

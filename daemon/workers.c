@@ -1252,6 +1252,19 @@ bool workers_in_service(const struct workers *p, int index,
 	return false;
 }
 
+bool workers_idle(const struct workers *p, int index)
+{
+	unsigned int i;
+
+	if (index >= 0)
+		return (unsigned int)index < p->n &&
+		       p->w[index].state == WORKER_READY;
+	for (i = 0; i < p->n; i++)
+		if (p->w[i].state == WORKER_READY)
+			return true;
+	return false;
+}
+
 bool workers_device_limits(const struct workers *p, int index,
 			   struct device_limits *ret)
 {

@@ -53,6 +53,12 @@ unsigned int workers_count(const struct workers *w);
  */
 bool workers_in_service(const struct workers *w, int index,
 			unsigned int *retry_sec, char *why, size_t len);
+/*
+ * Whether a worker is ready for a job for device index (-1: any): such a
+ * job goes to it at the next workers_kick(), as a ready worker has taken
+ * every queued job it may run.
+ */
+bool workers_idle(const struct workers *w, int index);
 /* Limits of device index (or, with -1, the smallest of all devices). */
 bool workers_device_limits(const struct workers *w, int index,
 			   struct device_limits *ret);

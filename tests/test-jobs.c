@@ -36,8 +36,8 @@ static void test_lifecycle(void)
 
 	job_store_set_notify(s, on_change, NULL);
 	notified = 0;
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), 0);
 	CHECK_EQ_INT(strlen(a->id), JOB_ID_LEN);
 	CHECK(strcmp(a->id, b->id) != 0);
 	CHECK(job_store_find(s, a->id) == a);
@@ -99,8 +99,8 @@ static void test_affinity(void)
 	struct gemm_spec on1 = spec_for(1), any = spec_for(-1);
 	struct job *a, *b;
 
-	CHECK_EQ_INT(job_store_add(s, &on1, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &any, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &on1, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &any, false, &b), 0);
 	CHECK(job_store_next_for(s, 0) == b);
 	CHECK(job_store_next_for(s, 1) == a);
 	/* Named: only the jobs for that device, or those for none. */
@@ -119,11 +119,11 @@ static void test_deadline_cap(void)
 
 	big.m = big.n = big.k = 65536;
 	CHECK(plan_deadline_sec(&big) > 600);
-	CHECK_EQ_INT(job_store_add(s, &big, &j), 0);
+	CHECK_EQ_INT(job_store_add(s, &big, false, &j), 0);
 	CHECK_EQ_INT(j->deadline_sec, 45);
 	job_store_free(s);
 	s = job_store_new(10, 100, 86400);
-	CHECK_EQ_INT(job_store_add(s, &big, &j), 0);
+	CHECK_EQ_INT(job_store_add(s, &big, false, &j), 0);
 	CHECK_EQ_INT(j->deadline_sec, plan_deadline_sec(&big));
 	job_store_free(s);
 }
@@ -137,35 +137,42 @@ static void test_limits(void)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &j[3]), -EBUSY);
+		CHECK_EQ_INT(job_store_add(s, &spec, false, &j[i]), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &j[3]), -EBUSY);
 	strcpy(first, j[0]->id);
 	for (i = 0; i < 3; i++)
 		job_finish(s, j[i], JOB_DONE, NULL, NULL);
 	/* only the two newest finished jobs are kept */
 	CHECK_EQ_INT(job_store_count(s), 2);
 	CHECK(job_store_find(s, first) == NULL);
-	CHECK_EQ_INT(job_store_add(s, &spec, &j[4]), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &j[4]), 0);
 	job_store_free(s);
 }
 
-/* A full queue refuses GPU jobs, but not dry runs, which never queue. */
+/*
+ * A full queue refuses GPU jobs, but not dry runs, which never queue, nor
+ * one an idle worker is about to take.
+ */
 static void test_dry_run_full_queue(void)
 {
 	struct job_store *s = job_store_new(1, 100, 600);
 	struct gemm_spec spec = spec_for(-1), dry = spec_for(-1);
-	struct job *a, *b, *d;
+	struct job *a, *b, *c, *d;
 
 	dry.dry_run = true;
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), -EBUSY);
-	CHECK_EQ_INT(job_store_add(s, &dry, &d), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), -EBUSY);
+	CHECK_EQ_INT(job_store_add(s, &dry, false, &d), 0);
 	CHECK_EQ_INT(job_store_queued(s), 1);
 	CHECK(job_store_next_for(s, 0) == a);
+	CHECK_EQ_INT(job_store_add(s, &spec, true, &c), 0);
+	CHECK_EQ_INT(job_store_queued(s), 2);
+	job_start(s, c, NULL);
+	CHECK_EQ_INT(job_store_queued(s), 1);
 	job_finish(s, d, JOB_DONE, NULL, "dry run");
 	CHECK_EQ_INT(d->state, JOB_DONE);
 	CHECK_EQ_INT(job_store_queued(s), 1);
-	CHECK_EQ_INT(job_store_count(s), 2);
+	CHECK_EQ_INT(job_store_count(s), 3);
 	job_store_free(s);
 }
 
@@ -177,13 +184,13 @@ static void test_keep_none(void)
 	char first[JOB_ID_LEN + 1];
 	struct job *a, *b;
 
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
 	strcpy(first, a->id);
 	job_finish(s, a, JOB_DONE, NULL, "dry run");
 	CHECK(job_store_find(s, first) == a);
 	CHECK_EQ_INT(a->state, JOB_DONE);
 	CHECK_STREQ(a->reason, "dry run");
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), 0);
 	job_finish(s, b, JOB_CANCELLED, NULL, NULL);
 	CHECK(job_store_find(s, first) == NULL);
 	CHECK(job_store_find(s, b->id) == b);
@@ -203,10 +210,10 @@ static void test_keep_by_end(void)
 	char c_id[JOB_ID_LEN + 1];
 	struct job *a, *b, *c, *d;
 
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &c), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &d), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &c), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &d), 0);
 	strcpy(c_id, c->id);
 	job_finish(s, b, JOB_FAILED, NULL, "b");
 	job_finish(s, c, JOB_FAILED, NULL, "c");
@@ -239,8 +246,8 @@ static void test_reason_utf8(void)
 	for (i = 0; i + 2 < sizeof(text); i += 2)
 		memcpy(text + i, "\xc3\xa9", 2); /* é */
 	text[i] = '\0';
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), 0);
 	/* 26 bytes before the é: 511 bytes would end inside one */
 	job_finish(s, a, JOB_FAILED, NULL, "worker for GPU %d exited: %s", 10,
 		   text);
@@ -289,7 +296,7 @@ static void test_pages(void)
 	int i;
 
 	for (i = 0; i < 5; i++)
-		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
+		CHECK_EQ_INT(job_store_add(s, &spec, false, &j[i]), 0);
 	/* two pages of two and one of one, in creation order */
 	p.after = check_page(s, &p, 2, j[0], j[1]->seq);
 	p.after = check_page(s, &p, 2, j[2], j[3]->seq);
@@ -325,8 +332,8 @@ static void test_keys(void)
 	uint64_t next;
 	json_t *j;
 
-	CHECK_EQ_INT(job_store_add(s, &spec, &a), 0);
-	CHECK_EQ_INT(job_store_add(s, &spec, &b), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &a), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &b), 0);
 	snprintf(a->key, sizeof(a->key), "sweep-7/0");
 	CHECK(job_store_find_key(s, "sweep-7/0") == a);
 	CHECK(job_store_find_key(s, "sweep-7/1") == NULL);
@@ -351,7 +358,7 @@ static void test_keys(void)
 	job_finish(s, a, JOB_DONE, NULL, NULL);
 	job_finish(s, b, JOB_DONE, NULL, NULL);
 	CHECK(job_store_find_key(s, "sweep-7/0") == NULL);
-	CHECK_EQ_INT(job_store_add(s, &spec, &c), 0);
+	CHECK_EQ_INT(job_store_add(s, &spec, false, &c), 0);
 	snprintf(c->key, sizeof(c->key), "sweep-7/0");
 	CHECK(job_store_find_key(s, "sweep-7/0") == c);
 	job_store_free(s);
@@ -374,8 +381,8 @@ static void test_counts(void)
 	CHECK_EQ_INT(c.created, 0);
 	CHECK_EQ_INT(c.kept[JOB_QUEUED], 0);
 	for (i = 0; i < 3; i++)
-		CHECK_EQ_INT(job_store_add(s, &spec, &j[i]), 0);
-	CHECK_EQ_INT(job_store_add(s, &dry, &j[3]), 0);
+		CHECK_EQ_INT(job_store_add(s, &spec, false, &j[i]), 0);
+	CHECK_EQ_INT(job_store_add(s, &dry, false, &j[3]), 0);
 	job_start(s, j[0], NULL);
 	job_store_counts(s, &c);
 	CHECK_EQ_INT(c.created, 4);
