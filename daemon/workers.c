@@ -679,8 +679,29 @@ void workers_kick(struct workers *p)
 			worker_dispatch(&p->w[i]);
 }
 
+/* Busy with no job: resting after one, alive and not being killed. */
+static bool worker_rests(const struct worker *w)
+{
+	return w->state == WORKER_BUSY && w->kill == KILL_NONE && w->pid > 0 &&
+	       !w->job;
+}
+
+static int on_rested(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct worker *w = userdata;
+
+	w->timer = sd_event_source_disable_unref(w->timer);
+	if (!worker_rests(w))
+		return 0;
+	worker_set_state(w, WORKER_READY);
+	workers_kick(w->pool);
+	return 0;
+}
+
 static void worker_job_done(struct worker *w)
 {
+	uint64_t rest = (uint64_t)w->job->spec.cooldown_ms * 1000ull;
+
 	/* It can run jobs: whatever killed it before did not last. */
 	w->crashes = 0;
 	w->job = NULL;
@@ -691,8 +712,23 @@ static void worker_job_done(struct worker *w)
 	 * would fail as killed without having run.  (One from a worker
 	 * killed for its job never gets here: killed_for_job().)
 	 */
-	if (w->state == WORKER_BUSY && w->kill == KILL_NONE && w->pid > 0)
-		worker_set_state(w, WORKER_READY);
+	if (!worker_rests(w))
+		return;
+	/*
+	 * The worker answers, then rests for the job's cooldown_ms, and
+	 * reads no job meanwhile.  One sent at once ran through the rest:
+	 * its deadline counted it, so that a job behind a long cool-down
+	 * could end "timeout" without having run, and its started_at came
+	 * before it did.  The worker stays busy, with no job, until it has
+	 * rested; on time (accuracy 1 us: the default 250 ms would idle
+	 * the GPU longer than the rest itself).  Without a timer, ready
+	 * now, as before.
+	 */
+	if (rest && sd_event_add_time_relative(w->pool->event, &w->timer,
+					       CLOCK_MONOTONIC, rest, 1,
+					       on_rested, w) >= 0)
+		return;
+	worker_set_state(w, WORKER_READY);
 }
 
 /*

@@ -22,6 +22,9 @@
  *                runs until cancelled or past its deadline
  *   slow MS      say hello, then answer every job with an error, each
  *                MS milliseconds after it came
+ *   cool         say hello, then answer every job with an error at once
+ *                and then pause for its timing.cooldown_ms, as
+ *                gemmd-worker rests after a job it has answered
  *   sticky_hang  say hello, then answer the first job with a sticky
  *                error and stay alive, as a worker stuck in the driver
  *                on its way out would
@@ -260,6 +263,16 @@ static int on_job(int fd, const char *fault, const char *id)
 	return send_error(fd, id, false);
 }
 
+/* A "run" message's timing.cooldown_ms, 0 where it has none. */
+static unsigned int cooldown_ms(json_t *msg)
+{
+	json_t *timing =
+		json_object_get(json_object_get(msg, "spec"), "timing");
+
+	return (unsigned int)json_integer_value(
+		json_object_get(timing, "cooldown_ms"));
+}
+
 static int serve(unsigned int device, int fd)
 {
 	char fault[LINE_MAX_LEN];
@@ -282,6 +295,8 @@ static int serve(unsigned int device, int fd)
 	while ((r = frame_read(fd, &msg)) >= 0) {
 		r = on_job(fd, fault,
 			   json_string_value(json_object_get(msg, "id")));
+		if (r >= 0 && !strcmp(fault, "cool"))
+			sleep_ms(cooldown_ms(msg));
 		json_decref(msg);
 		if (r < 0)
 			break;
