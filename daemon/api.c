@@ -374,10 +374,19 @@ static int find_replay(struct api *api, const char *key,
 	return 0;
 }
 
-/* A POST's answer: the job, held until it ends if the client waits. */
+/*
+ * A POST's answer: the job, held until it ends if the client waits.
+ * While gemmd stops, a job that has not ended never will: a 202 to the
+ * same POST again (Idempotency-Key) said it was under way, where the
+ * one that waits is refused (hold_request()).
+ */
 static void answer_post(struct api *api, struct http_request *req,
 			const struct job *job, unsigned int wait)
 {
+	if (api->stopping && !job_state_is_final(job->state)) {
+		refuse_stopping(req, job);
+		return;
+	}
 	if (wait && !job_state_is_final(job->state) &&
 	    hold_request(api, req, job, wait, true) == 0)
 		return;
