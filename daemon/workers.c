@@ -69,7 +69,7 @@ struct worker {
 	unsigned int restarts;
 	unsigned int start_failures;
 	unsigned int crashes; /* exits not asked for since a job finished */
-	bool said_hello; /* since it was spawned */
+	bool took_job; /* was sent a job since it was spawned */
 	char last_error[256];
 };
 
@@ -663,6 +663,16 @@ static void worker_dispatch(struct worker *w)
 	ident = device_identity(w);
 	job_start(p->jobs, job, ident);
 	json_decref(ident);
+	/*
+	 * Started: it took a job.  A hello alone does not show it: one that
+	 * breaks the protocol with its hello (read in the same turn, so no
+	 * job is sent first) or dies right after it would otherwise clear
+	 * the count each time, its GPU would never go out of service, and
+	 * the jobs queued for that GPU, which have no deadline, would wait
+	 * for good.
+	 */
+	w->took_job = true;
+	w->start_failures = 0;
 	w->job = job;
 	/* A crash during this job must not quote an earlier job's error. */
 	w->last_error[0] = '\0';
@@ -746,10 +756,8 @@ static void on_hello(struct worker *w, json_t *msg)
 
 	/*
 	 * Read from the socket of one already gone (on_worker_exit()'s
-	 * drain): it died as it started.  Taken as a hello, it cleared the
-	 * start failures, so a worker that always died right after its
-	 * hello never put its GPU out of service, and the jobs queued for
-	 * that GPU waited for good; and the dead one was sent a job.
+	 * drain): it died as it started.  Taken as a hello, it made the
+	 * dead one ready, and it was sent a job.
 	 */
 	if (w->pid <= 0) {
 		log_debug("Worker %d: a hello read after it exited: no start",
@@ -760,13 +768,11 @@ static void on_hello(struct worker *w, json_t *msg)
 		worker_fault(w, "said hello twice");
 		return;
 	}
-	w->said_hello = true;
 	w->watchdog = sd_event_source_disable_unref(w->watchdog);
 	if (json_is_object(dev)) {
 		json_decref(w->device);
 		w->device = json_incref(dev);
 	}
-	w->start_failures = 0;
 	worker_set_state(w, WORKER_READY);
 	log_info("Worker %d (pid %d) ready on GPU %d", w->index, (int)w->pid,
 		 w->index);
@@ -1089,8 +1095,12 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 			    how);
 	/* Gone: a fault found in what it said last has nothing to kill. */
 	w->pid = 0;
-	/* Also when it was killed for taking too long to say hello. */
-	if (!w->said_hello)
+	/*
+	 * Gone before it took a job: a start that failed, whether it said
+	 * hello or not, and also when it was killed for taking too long to
+	 * say it or for breaking the protocol.
+	 */
+	if (!w->took_job)
 		w->start_failures++;
 	/* Drain what it said last (an error message) before judging it. */
 	if (w->io)
@@ -1136,7 +1146,7 @@ static int worker_spawn(struct worker *w)
 	w->fd = sv[0];
 	w->last_error[0] = '\0';
 	w->kill = KILL_NONE;
-	w->said_hello = false;
+	w->took_job = false;
 	fd_set_nonblock(w->fd, true);
 	worker_set_state(w, WORKER_STARTING);
 	r = sd_event_add_io(p->event, &w->io, w->fd, EPOLLIN, on_worker_io, w);

@@ -15,6 +15,9 @@
  *   garbage      say hello, then answer the first job with a frame that
  *                is not JSON
  *   hello_twice  say hello twice
+ *   hello_garbage  say hello and, in the same write, send a frame that
+ *                is not JSON: gemmd reads both at once, before it can
+ *                hand the worker a job
  *   close        say hello, then close the socket on the first job and
  *                stay alive
  *   silent       never say hello
@@ -174,15 +177,41 @@ static int send_error(int fd, const char *id, bool sticky)
 	return send_error_text(fd, id, "fault-worker runs no jobs", sticky);
 }
 
+static const char junk[] = "this is not JSON";
+
 /* A length header and bytes that are no JSON object. */
 static void send_garbage(int fd)
 {
-	static const char junk[] = "this is not JSON";
 	uint8_t hdr[4] = { 0, 0, 0, sizeof(junk) - 1 };
 
 	if (write(fd, hdr, sizeof(hdr)) < 0 ||
 	    write(fd, junk, sizeof(junk) - 1) < 0)
 		exit(1);
+}
+
+/* A frame of text at p: its length header, then the text. */
+static size_t put_frame(uint8_t *p, const char *text, size_t len)
+{
+	p[0] = (uint8_t)(len >> 24);
+	p[1] = (uint8_t)(len >> 16);
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+	memcpy(p + 4, text, len);
+	return len + 4;
+}
+
+/* "hello_garbage": a hello and a frame that is not JSON in one write. */
+static int send_hello_garbage(int fd)
+{
+	char hello[64];
+	uint8_t buf[128];
+	size_t n;
+
+	snprintf(hello, sizeof(hello), "{\"type\":\"hello\",\"pid\":%d}",
+		 (int)getpid());
+	n = put_frame(buf, hello, strlen(hello));
+	n += put_frame(buf + n, junk, sizeof(junk) - 1);
+	return write(fd, buf, n) == (ssize_t)n ? 0 : -1;
 }
 
 static void sleep_ms(unsigned int ms)
@@ -287,6 +316,12 @@ static int serve(unsigned int device, int fd)
 	if (!strcmp(fault, "hello_late")) {
 		hello_late(fd);
 		return 0;
+	}
+	if (!strcmp(fault, "hello_garbage")) {
+		if (send_hello_garbage(fd) < 0)
+			return 1;
+		for (;;)
+			pause();
 	}
 	if (send_hello(fd) < 0)
 		return 1;
