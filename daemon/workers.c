@@ -345,6 +345,7 @@ static void probe_kill(pid_t pid)
 		    (int)pid);
 }
 
+/* -EBADMSG for output that is not {"devices": [OBJECT...]}. */
 static int parse_probe(struct workers *p, const char *out)
 {
 	json_error_t jerr;
@@ -356,6 +357,13 @@ static int parse_probe(struct workers *p, const char *out)
 	if (!json_is_array(devs)) {
 		json_decref(root);
 		return -EBADMSG;
+	}
+	/* Each one is a worker's device: its limits, its identity. */
+	json_array_foreach(devs, i, d) {
+		if (!json_is_object(d)) {
+			json_decref(root);
+			return -EBADMSG;
+		}
 	}
 	p->w = calloc(json_array_size(devs) ? json_array_size(devs) : 1,
 		      sizeof(*p->w));
@@ -465,9 +473,22 @@ int workers_probe(struct workers *p)
 			    p->worker_path, how);
 		return 0;
 	}
+	/*
+	 * A probe that succeeds without a device list is not from a
+	 * gemmd-worker ("worker" names some other program) or from one of
+	 * another build: a broken install, as one that cannot be run, which
+	 * no restart mends.
+	 */
 	r = parse_probe(p, out);
+	if (r == -EBADMSG) {
+		log_error(
+			"The worker %s is no gemmd-worker: its probe (--probe) "
+			"gave no device list",
+			p->worker_path);
+		return -ENOEXEC;
+	}
 	if (r < 0)
-		return log_error_errno(r, "Device probe gave no device list");
+		return log_error_errno(r, "Cannot keep the device list: %m");
 	log_info("%u GPU(s) found", p->n);
 	return 0;
 }
