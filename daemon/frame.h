@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -34,3 +35,13 @@ int frame_read(int fd, json_t **ret);
 int frame_reader_feed(struct frame_reader *fr, int fd);
 int frame_reader_next(struct frame_reader *fr, json_t **ret);
 void frame_reader_done(struct frame_reader *fr);
+
+/*
+ * Whether bytes wait for the rest of their frame.  Once feed has said
+ * -EPIPE and next has taken the whole frames, they are a frame cut
+ * short by the end of the stream, not a clean end.
+ */
+static inline bool frame_reader_partial(const struct frame_reader *fr)
+{
+	return fr->len > 0;
+}

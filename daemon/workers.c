@@ -940,7 +940,15 @@ static int on_worker_io(sd_event_source *s, int fd, uint32_t revents,
 		 * one that stays alive without it would never get a job.
 		 */
 		w->io = sd_event_source_disable_unref(w->io);
-		if (w->kill == KILL_NONE)
+		/*
+		 * What is left once the whole frames are taken is a frame
+		 * the end of the stream cut short: the last thing it said,
+		 * lost, is a fault, quoted in the reason of its job, not
+		 * only "exited with status 0".
+		 */
+		if (frame_reader_partial(&w->fr))
+			worker_fault(w, "sent a frame cut short");
+		else if (w->kill == KILL_NONE)
 			worker_watch(w, KILL_GRACE_USEC, on_exit_grace);
 		return 0;
 	}

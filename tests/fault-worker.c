@@ -14,6 +14,8 @@
  *   crash        say hello, then abort() on the first job
  *   garbage      say hello, then answer the first job with a frame that
  *                is not JSON
+ *   cut          say hello, then answer the first job with the start of
+ *                a frame, and exit 0
  *   hello_twice  say hello twice
  *   hello_garbage  say hello and, in the same write, send a frame that
  *                is not JSON: gemmd reads both at once, before it can
@@ -266,6 +268,12 @@ static int on_job(int fd, const char *fault, const char *id)
 	if (!strcmp(fault, "garbage")) {
 		send_garbage(fd);
 		return 0;
+	}
+	if (!strcmp(fault, "cut")) {
+		/* 64 bytes announced, 8 sent */
+		static const uint8_t part[] = "\0\0\0\x40{\"type\":";
+
+		exit(write(fd, part, sizeof(part) - 1) < 0);
 	}
 	if (!strcmp(fault, "bad_result"))
 		return send_json(fd, json_pack("{s:s, s:s, s:{s:f, s:{s:b}}}",

@@ -61,10 +61,41 @@ static void test_split(void)
 	CHECK_EQ_INT(got, 2);
 	close(sv[0]);
 	CHECK_EQ_INT(frame_reader_feed(&fr, sv[1]), -EPIPE);
+	/* a clean end: between frames */
+	CHECK(!frame_reader_partial(&fr));
 	close(sv[1]);
 	frame_reader_done(&fr);
 	free(text);
 	json_decref(in);
+}
+
+/*
+ * The non-blocking reader at an end of stream inside a frame, in its
+ * header or its body: the bytes left are a frame cut short.
+ */
+static void test_reader_cut(void)
+{
+	static const uint8_t frame[] = { 0, 0, 0, 2, '{', '}' };
+	size_t cut;
+
+	for (cut = 1; cut < sizeof(frame); cut++) {
+		struct frame_reader fr = { 0 };
+		json_t *out = NULL;
+		int sv[2];
+
+		CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		fd_set_nonblock(sv[1], true);
+		CHECK_EQ_INT(write(sv[0], frame, sizeof(frame)), sizeof(frame));
+		CHECK_EQ_INT(write(sv[0], frame, cut), (ssize_t)cut);
+		close(sv[0]);
+		CHECK_EQ_INT(frame_reader_feed(&fr, sv[1]), -EPIPE);
+		CHECK_EQ_INT(frame_reader_next(&fr, &out), 1);
+		json_decref(out);
+		CHECK_EQ_INT(frame_reader_next(&fr, &out), 0);
+		CHECK(frame_reader_partial(&fr));
+		close(sv[1]);
+		frame_reader_done(&fr);
+	}
 }
 
 static void test_large(void)
@@ -245,6 +276,7 @@ int main(void)
 {
 	RUN_TEST(test_round_trip);
 	RUN_TEST(test_split);
+	RUN_TEST(test_reader_cut);
 	RUN_TEST(test_large);
 	RUN_TEST(test_reader_max);
 	RUN_TEST(test_read_max);
