@@ -22,7 +22,14 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 				continue;
 			if (errno != EAGAIN)
 				return -errno;
-			if (poll(&pfd, 1, 5000) <= 0)
+			/*
+			 * A signal ends poll() early whatever SA_RESTART
+			 * says: no sign that the reader stalled.
+			 */
+			r = poll(&pfd, 1, 5000);
+			if (r < 0 && errno != EINTR)
+				return -errno;
+			if (r == 0)
 				return -ETIMEDOUT;
 			continue;
 		}

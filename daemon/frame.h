@@ -17,7 +17,10 @@ struct frame_reader {
 	size_t len, alloc;
 };
 
-/* Writes the whole frame, waiting out EAGAIN on non-blocking sockets. */
+/*
+ * Writes the whole frame, waiting out EAGAIN on non-blocking sockets, and
+ * signals while it waits; -ETIMEDOUT when the reader takes nothing for 5 s.
+ */
 int frame_write(int fd, const json_t *msg);
 
 /*

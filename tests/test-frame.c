@@ -3,6 +3,8 @@
  * test-frame - framed JSON over a socketpair: whole, split, large, bad.
  */
 #include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,15 +100,21 @@ static void test_reader_cut(void)
 	}
 }
 
-static void test_large(void)
+/* A frame of a few MiB: more than a socket's buffer holds. */
+static json_t *big_object(void)
 {
 	static char big[3 << 20];
-	json_t *in, *out = NULL;
+
+	memset(big, 'x', sizeof(big) - 1);
+	return json_pack("{s:s}", "blob", big);
+}
+
+static void test_large(void)
+{
+	json_t *in = big_object(), *out = NULL;
 	int sv[2];
 	pid_t pid;
 
-	memset(big, 'x', sizeof(big) - 1);
-	in = json_pack("{s:s}", "blob", big);
 	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -171,6 +179,49 @@ static void check_writer(pid_t pid)
 
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 	      WEXITSTATUS(st) == 0);
+}
+
+static void on_alarm(int sig)
+{
+}
+
+/*
+ * A signal that lands while frame_write() waits for room on a
+ * non-blocking socket interrupts its poll(): it waits on, and the frame
+ * goes whole, rather than fail as if the reader had stalled.
+ */
+static void test_write_eintr(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	json_t *in = big_object(), *out = NULL;
+	int sv[2];
+	pid_t pid;
+
+	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		int r;
+
+		close(sv[0]);
+		/* long after the alarm: the writer waits in poll() for us */
+		sleep_ms(300);
+		r = frame_read(sv[1], &out);
+		r = r == 0 && json_equal(in, out) ? 0 : 1;
+		json_decref(out);
+		json_decref(in);
+		close(sv[1]);
+		_exit(r);
+	}
+	close(sv[1]);
+	fd_set_nonblock(sv[0], true);
+	CHECK_EQ_INT(sigaction(SIGALRM, &sa, &old), 0);
+	CHECK_EQ_INT(setitimer(ITIMER_REAL, &it, NULL), 0);
+	CHECK_EQ_INT(frame_write(sv[0], in), 0);
+	sigaction(SIGALRM, &old, NULL);
+	close(sv[0]);
+	check_writer(pid);
+	json_decref(in);
 }
 
 /* A frame of FRAME_MAX bytes is legal to send, so it must be read. */
@@ -278,6 +329,7 @@ int main(void)
 	RUN_TEST(test_split);
 	RUN_TEST(test_reader_cut);
 	RUN_TEST(test_large);
+	RUN_TEST(test_write_eintr);
 	RUN_TEST(test_reader_max);
 	RUN_TEST(test_read_max);
 	RUN_TEST(test_reader_too_large);
