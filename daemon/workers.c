@@ -70,6 +70,7 @@ struct worker {
 	unsigned int start_failures;
 	unsigned int crashes; /* exits not asked for since a job finished */
 	bool took_job; /* was sent a job since it was spawned */
+	uint64_t spawned_usec; /* CLOCK_MONOTONIC */
 	char last_error[256];
 };
 
@@ -1127,9 +1128,15 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si,
 	/*
 	 * Gone before it took a job: a start that failed, whether it said
 	 * hello or not, and also when it was killed for taking too long to
-	 * say it or for breaking the protocol.
+	 * say it or for breaking the protocol.  Not one that was ready for
+	 * longer than a start may take and no job came: it had started, and
+	 * five such deaths, hours apart on an idle GPU, must not put it out
+	 * of service as "failed to start".  Its crashes still back off.
 	 */
-	if (!w->took_job)
+	if (w->took_job ||
+	    now_usec() - w->spawned_usec >= w->pool->start_timeout_usec)
+		w->start_failures = 0;
+	else
 		w->start_failures++;
 	/* Drain what it said last (an error message) before judging it. */
 	if (w->io)
@@ -1176,6 +1183,7 @@ static int worker_spawn(struct worker *w)
 	w->last_error[0] = '\0';
 	w->kill = KILL_NONE;
 	w->took_job = false;
+	w->spawned_usec = now_usec();
 	fd_set_nonblock(w->fd, true);
 	worker_set_state(w, WORKER_STARTING);
 	r = sd_event_add_io(p->event, &w->io, w->fd, EPOLLIN, on_worker_io, w);

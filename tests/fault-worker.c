@@ -22,6 +22,8 @@
  *                hand the worker a job
  *   close        say hello, then close the socket on the first job and
  *                stay alive
+ *   idle_exit MS say hello, then exit 0 MS milliseconds later, job or
+ *                not
  *   silent       never say hello
  *   hang         say hello, then take every job and never answer: it
  *                runs until cancelled or past its deadline
@@ -313,6 +315,7 @@ static unsigned int cooldown_ms(json_t *msg)
 static int serve(unsigned int device, int fd)
 {
 	char fault[LINE_MAX_LEN];
+	unsigned int ms;
 	json_t *msg;
 	int r;
 
@@ -333,6 +336,10 @@ static int serve(unsigned int device, int fd)
 	}
 	if (send_hello(fd) < 0)
 		return 1;
+	if (sscanf(fault, "idle_exit %u", &ms) == 1) {
+		sleep_ms(ms);
+		return 0;
+	}
 	if (!strcmp(fault, "hello_twice") && send_hello(fd) < 0)
 		return 1;
 	while ((r = frame_read(fd, &msg)) >= 0) {
