@@ -71,9 +71,18 @@ static int do_probe(void)
 		log_error("%s", err);
 		return 1;
 	}
+	/*
+	 * Exit 0 only with the list printed: gemmd takes a probe that
+	 * succeeds without one for a program that is no gemmd-worker, and
+	 * stops for good; out of memory here is a failure worth a restart.
+	 */
 	out = json_pack("{s:o}", "devices", devs);
-	json_dumpf(out, stdout, JSON_INDENT(2));
-	putchar('\n');
+	if (!out || json_dumpf(out, stdout, JSON_INDENT(2)) < 0 ||
+	    putchar('\n') == EOF || fflush(stdout) == EOF) {
+		log_error("cannot print the device list");
+		json_decref(out);
+		return 1;
+	}
 	json_decref(out);
 	return 0;
 }
