@@ -171,8 +171,15 @@ static int config_set(struct config *c, const char *key, const char *v)
 		return set_count(&c->max_connections, v);
 	if (!strcmp(key, "per-ip-connections"))
 		return set_uint(&c->per_ip_connections, v);
+	/*
+	 * At most a day, as the other durations: libmicrohttpd keeps the
+	 * timeout in 32-bit milliseconds, and 4294968 s (49.7 days) or more
+	 * wrapped round to well under a second, closing every connection
+	 * as soon as it was idle.
+	 */
 	if (!strcmp(key, "connection-timeout"))
-		return set_uint(&c->connection_timeout, v);
+		return parse_uint(v, CONFIG_SECONDS_MAX,
+				  &c->connection_timeout);
 	if (!strcmp(key, "job-timeout-max"))
 		return set_seconds(&c->job_timeout_max, v);
 	if (!strcmp(key, "worker-start-timeout"))
@@ -198,7 +205,7 @@ static const char *config_expect(const char *key)
 		{ "max-wait", "whole seconds, 0..3600" },
 		{ "max-connections", "a whole number, 1..1000000000" },
 		{ "per-ip-connections", "a whole number, 0..1000000000" },
-		{ "connection-timeout", "whole seconds, 0..1000000000" },
+		{ "connection-timeout", "whole seconds, 0..86400" },
 		{ "job-timeout-max", "whole seconds, 1..86400" },
 		{ "worker-start-timeout", "whole seconds, 1..86400" },
 		{ "worker-retry", "whole seconds, 0..86400" },

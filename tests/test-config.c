@@ -239,6 +239,10 @@ static void test_numbers(void)
 	CHECK_EQ_INT(c.per_ip_connections, 0);
 	CHECK_EQ_INT(load(&c, "connection-timeout", "0"), 0);
 	CHECK_EQ_INT(c.connection_timeout, 0);
+	/* past a day, libmicrohttpd's milliseconds wrapped round to 0.8 s */
+	CHECK_EQ_INT(load(&c, "connection-timeout", "86400"), 0);
+	CHECK_EQ_INT(c.connection_timeout, 86400);
+	CHECK_EQ_INT(load(&c, "connection-timeout", "4294968"), -EINVAL);
 	CHECK_EQ_INT(load(&c, "max-wait", "3601"), -EINVAL);
 	CHECK_EQ_INT(load(&c, "job-timeout-max", "86401"), -EINVAL);
 	CHECK_EQ_INT(load(&c, "max-queued", "5"), 0);
