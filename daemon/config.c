@@ -2,7 +2,9 @@
 /*
  * config.c - defaults, config file and flags.
  */
+#include <ctype.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,47 @@ bool config_listen_changed(const struct config *c)
 }
 
 /*
+ * The HOST of HOST:PORT, len bytes at host, as http.c reads it: an
+ * address ([...] around one of IPv6), "*" or a host name.  Whatever is
+ * neither an address nor spelt as a name ("[::1", "256.1.1.1",
+ * "a:b") only failed to resolve at the bind, after the GPU probe, with
+ * status 1: restarted by systemd every RestartSec=, for ever.  A name is
+ * resolved there still, where a failure may pass (DNS not up yet).
+ */
+static bool listen_host_ok(const char *host, size_t len)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
+	struct addrinfo *ai;
+	char buf[128];
+	bool name = false;
+	size_t i;
+
+	if (len > 1 && host[0] == '[' && host[len - 1] == ']') {
+		host++;
+		len -= 2;
+	}
+	if (!len || len >= sizeof(buf))
+		return false;
+	memcpy(buf, host, len);
+	buf[len] = '\0';
+	if (!strcmp(buf, "*"))
+		return true;
+	if (getaddrinfo(buf, NULL, &hints, &ai) == 0) {
+		freeaddrinfo(ai);
+		return true;
+	}
+	/* letters, digits, '-', '_' and dots, with a letter among them */
+	for (i = 0; i < len; i++) {
+		if (isalpha((unsigned char)buf[i]))
+			name = true;
+		else if (!isdigit((unsigned char)buf[i]) &&
+			 !strchr("-_.", buf[i]))
+			return false;
+	}
+	return name && buf[0] != '.' && buf[0] != '-';
+}
+
+/*
  * HOST:PORT with a port of 0..65535, checked here so that a typo stops
  * gemmd at once: getaddrinfo() would take port 99999 as 99999 % 65536,
  * and the address is only bound after the GPU probe.
@@ -108,7 +151,8 @@ static int set_listen(struct config *c, const char *v)
 	const char *colon = strrchr(v, ':');
 	unsigned int port;
 
-	if (!colon || colon == v || parse_uint(colon + 1, 65535, &port) < 0)
+	if (!colon || colon == v || parse_uint(colon + 1, 65535, &port) < 0 ||
+	    !listen_host_ok(v, (size_t)(colon - v)))
 		return -EINVAL;
 	return set_string(c->listen, sizeof(c->listen), v);
 }
@@ -195,7 +239,8 @@ static const char *config_expect(const char *key)
 	static const struct {
 		const char *key, *expect;
 	} keys[] = {
-		{ "listen", "HOST:PORT, with a port of 0..65535" },
+		{ "listen",
+		  "HOST:PORT, HOST an address, [IPv6], * or a name, with a port of 0..65535" },
 		{ "state-dir", "a path, 1..4095 bytes" },
 		{ "kernel-dir", "a path, 1..4095 bytes" },
 		{ "worker", "a path, 1..4095 bytes" },

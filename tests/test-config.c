@@ -299,6 +299,41 @@ static void test_messages(void)
 	CHECK(strstr(err, "a comment takes a line of its own") != NULL);
 }
 
+/*
+ * A HOST that is neither an address nor a name is refused with the file
+ * and line, not left to fail to resolve at the bind after the probe.
+ */
+static void test_listen(void)
+{
+	static const char *const good[] = {
+		"127.0.0.1:0", "0.0.0.0:8090", "*:8090",
+		"[::1]:0",     "::1:0",	       "[::]:8090",
+		"localhost:0", "127.1:0",      "gpu-7.example.com:80",
+		"node_3:80",
+	};
+	static const char *const bad[] = {
+		"[::1:0",   "::1]:0",  "256.1.1.1:80",	"1.2.3.4.5:80",
+		"a:b:80",   "[]:80",   "host name:80",	"-host:80",
+		".host:80", "h/st:80", "127.0.0.1 :80",
+	};
+	struct config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (load(&c, "listen", good[i]) != 0) {
+			fprintf(stderr, "  refused listen = %s\n", good[i]);
+			CHECK(0);
+		}
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (load(&c, "listen", bad[i]) != -EINVAL) {
+			fprintf(stderr, "  took listen = %s\n", bad[i]);
+			CHECK(0);
+		}
+	}
+	CHECK(strstr(err, "expected HOST:PORT") != NULL);
+}
+
 int main(void)
 {
 	check_tmp_path(dir, sizeof(dir), "gemmd-config-XXXXXX");
@@ -311,6 +346,7 @@ int main(void)
 	RUN_TEST(test_systemd_dirs);
 	RUN_TEST(test_numbers);
 	RUN_TEST(test_messages);
+	RUN_TEST(test_listen);
 	rmdir(dir);
 	return check_exit();
 }
