@@ -325,8 +325,16 @@ int config_load_file(struct config *c, const char *path, char *err,
 	}
 	/* getline(), not a fixed buffer: a long line must not split in two. */
 	while (r >= 0 && getline(&line, &alloc, f) >= 0) {
-		lineno++;
-		r = config_line(c, line, &key, &value);
+		char *s = line;
+
+		/*
+		 * A UTF-8 byte order mark, which Windows editors put first as
+		 * they end lines in CRLF: it made the first key "unknown",
+		 * with the mark invisible in the message.
+		 */
+		if (++lineno == 1 && !strncmp(s, "\xef\xbb\xbf", 3))
+			s += 3;
+		r = config_line(c, s, &key, &value);
 	}
 	if (r == -EBADMSG) {
 		snprintf(err, errlen, "%s:%u: expected 'key = value'", path,

@@ -93,6 +93,17 @@ static void test_default_file(void)
 		CHECK_EQ_INT(parse(&c, p, none), -EACCES);
 	unlink(p);
 
+	/* a byte order mark and CRLF line ends, as Windows editors write */
+	p = conf("bom.conf", "\xef\xbb\xbfmax-kept = 7\r\n# c\r\n\r\n"
+			     "max-queued = 9\r\n");
+	CHECK_EQ_INT(parse(&c, p, none), 0);
+	CHECK_EQ_INT(c.max_kept, 7);
+	CHECK_EQ_INT(c.max_queued, 9);
+	/* only at the start of the file */
+	p = conf("bom.conf", "max-kept = 7\n\xef\xbb\xbfmax-queued = 9\n");
+	CHECK(parse(&c, p, none) < 0);
+	unlink(p);
+
 	/* --config with no file is refused as such */
 	CHECK_EQ_INT(parse(&c, conf("kept.conf", NULL), empty), -EINVAL);
 	unlink(conf("kept.conf", NULL));
