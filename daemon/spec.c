@@ -101,7 +101,11 @@ static int get_uint(json_t *v, const char *path, unsigned int min,
 	return 0;
 }
 
-/* Any JSON number, integer or not, in min..max. */
+/*
+ * Any JSON number, integer or not, in min..max.  The message gives the
+ * value with the 15 digits answers use: %g's 6 would call 1000000.5
+ * "1e+06, outside -1e+06..1e+06".
+ */
 static int get_number(json_t *v, const char *path, double min, double max,
 		      double *ret, struct gemmd_error *err)
 {
@@ -112,8 +116,8 @@ static int get_number(json_t *v, const char *path, double min, double max,
 	x = json_number_value(v);
 	if (!(x >= min && x <= max))
 		return gemmd_error_set(err, 400, "out_of_range", path,
-				       "'%s' is %g, outside %g..%g", path, x,
-				       min, max);
+				       "'%s' is %.15g, outside %.15g..%.15g",
+				       path, x, min, max);
 	*ret = x;
 	return 0;
 }
