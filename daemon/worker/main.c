@@ -249,6 +249,18 @@ static int run_once(const struct options *o)
 		return 2;
 	}
 	catalog_free(cat);
+	/*
+	 * A dry run is planned and not run, as gemmd does with it: the
+	 * plan, and no result, with no driver loaded.
+	 */
+	if (spec.dry_run) {
+		j = json_pack("{s:o, s:n}", "plan", plan_to_json(&plan),
+			      "result");
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		return 0;
+	}
 	r = gpu_open(o->device, o->kernel_dir, &g, err, sizeof(err));
 	if (r >= 0)
 		r = gpu_run(g, &spec, &plan, &res, &sticky, err, sizeof(err));
