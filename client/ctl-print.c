@@ -567,6 +567,7 @@ static void print_plan(const json_t *plan, const json_t *spec)
 {
 	const json_t *kernel = json_object_get(spec, "kernel");
 	char grid[48], block[48], cluster[48], stages[32];
+	const char *units;
 	json_int_t smem = 0;
 
 	if (!json_is_object(plan)) {
@@ -586,19 +587,21 @@ static void print_plan(const json_t *plan, const json_t *spec)
 	      dims(json_object_get(plan, "block"), block, sizeof(block)),
 	      dims(json_object_get(plan, "cluster"), cluster, sizeof(cluster)),
 	      smem);
-	if (ctl_jstr(plan, "raster"))
-		field("order:",
-		      "%s, swizzle %s, %s epilogue%s%s%s%s, %s work units",
-		      ctl_jstr(plan, "raster"),
-		      int_text(plan, "swizzle", stages, sizeof(stages)),
-		      ctl_jstr(plan, "epilogue") ?: "-",
-		      json_is_true(json_object_get(plan, "persistent")) ?
-			      ", persistent" :
-			      "",
-		      stream_k(plan) ? ", stream_k decomposition" : "",
-		      gpc_placement(plan) ? ", gpc placement" : "",
-		      balanced(plan) ? ", balanced occupancy" : "",
-		      int_text(plan, "units", grid, sizeof(grid)));
+	if (!ctl_jstr(plan, "raster"))
+		return;
+	/* filled first: the arguments of one call have no order */
+	units = int_text(plan, "units", grid, sizeof(grid));
+	field("order:", "%s, swizzle %s, %s epilogue%s%s%s%s, %s work unit%s",
+	      ctl_jstr(plan, "raster"),
+	      int_text(plan, "swizzle", stages, sizeof(stages)),
+	      ctl_jstr(plan, "epilogue") ?: "-",
+	      json_is_true(json_object_get(plan, "persistent")) ?
+		      ", persistent" :
+		      "",
+	      stream_k(plan) ? ", stream_k decomposition" : "",
+	      gpc_placement(plan) ? ", gpc placement" : "",
+	      balanced(plan) ? ", balanced occupancy" : "", units,
+	      strcmp(units, "1") ? "s" : "");
 }
 
 static void print_device(const json_t *dev)
