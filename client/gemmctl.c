@@ -717,7 +717,7 @@ static int parse_tolerance(const char *s, double *ret)
 	if (!decimal || strpbrk(s, "xX") || errno || end == s || *end ||
 	    !(v >= 0 && v < 100))
 		return usage_error("gpus: invalid --tolerance '%s': want a "
-				   "percentage, 0 up to 100",
+				   "percentage, at least 0 and below 100",
 				   s);
 	*ret = v / 100;
 	return 0;
