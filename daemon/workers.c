@@ -947,9 +947,14 @@ static int on_worker_io(sd_event_source *s, int fd, uint32_t revents,
 		 * lost, is a fault, quoted in the reason of its job, not
 		 * only "exited with status 0".
 		 */
+		/*
+		 * One stopping after a sticky error has its grace running
+		 * already: a second, from the close, let it live up to
+		 * twice as long and blamed the close, not the error.
+		 */
 		if (frame_reader_partial(&w->fr))
 			worker_fault(w, "sent a frame cut short");
-		else if (w->kill == KILL_NONE)
+		else if (w->kill == KILL_NONE && w->state != WORKER_STOPPING)
 			worker_watch(w, KILL_GRACE_USEC, on_exit_grace);
 		return 0;
 	}

@@ -35,6 +35,7 @@
  *   sticky_hang  say hello, then answer the first job with a sticky
  *                error and stay alive, as a worker stuck in the driver
  *                on its way out would
+ *   sticky_close the same, but close the socket after the error
  *   stray_error  say hello, then answer every job with an error for
  *                another job's id and then with an error for its own
  *   stray_crash  say hello, then answer the first job with an error for
@@ -282,8 +283,10 @@ static int on_job(int fd, const char *fault, const char *id)
 					       "type", "result", "id", id,
 					       "result", "tflops", 1.0,
 					       "verify", "checked", 0));
-	if (!strcmp(fault, "sticky_hang")) {
+	if (!strcmp(fault, "sticky_hang") || !strcmp(fault, "sticky_close")) {
 		send_error(fd, id, true);
+		if (!strcmp(fault, "sticky_close"))
+			close(fd);
 		for (;;)
 			pause();
 	}
