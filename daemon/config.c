@@ -101,44 +101,36 @@ bool config_listen_changed(const struct config *c)
 }
 
 /*
- * The HOST of HOST:PORT, len bytes at host, as http.c reads it: an
- * address ([...] around one of IPv6), "*" or a host name.  Whatever is
- * neither an address nor spelt as a name ("[::1", "256.1.1.1",
- * "a:b") only failed to resolve at the bind, after the GPU probe, with
- * status 1: restarted by systemd every RestartSec=, for ever.  A name is
- * resolved there still, where a failure may pass (DNS not up yet).
+ * The HOST of HOST:PORT as http.c reads it (listen_split()): an address
+ * ([...] around one of IPv6), "*" or a host name.  Whatever is neither
+ * an address nor spelt as a name ("[::1", "256.1.1.1", "a:b") only
+ * failed to resolve at the bind, after the GPU probe, with status 1:
+ * restarted by systemd every RestartSec=, for ever.  A name is resolved
+ * there still, where a failure may pass (DNS not up yet).
  */
-static bool listen_host_ok(const char *host, size_t len)
+static bool listen_host_ok(const char *host)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
 	struct addrinfo *ai;
-	char buf[128];
 	bool name = false;
-	size_t i;
+	const char *p;
 
-	if (len > 1 && host[0] == '[' && host[len - 1] == ']') {
-		host++;
-		len -= 2;
-	}
-	if (!len || len >= sizeof(buf))
+	if (!*host)
 		return false;
-	memcpy(buf, host, len);
-	buf[len] = '\0';
-	if (!strcmp(buf, "*"))
+	if (!strcmp(host, "*"))
 		return true;
-	if (getaddrinfo(buf, NULL, &hints, &ai) == 0) {
+	if (getaddrinfo(host, NULL, &hints, &ai) == 0) {
 		freeaddrinfo(ai);
 		return true;
 	}
 	/* letters, digits, '-', '_' and dots, with a letter among them */
-	for (i = 0; i < len; i++) {
-		if (isalpha((unsigned char)buf[i]))
+	for (p = host; *p; p++) {
+		if (isalpha((unsigned char)*p))
 			name = true;
-		else if (!isdigit((unsigned char)buf[i]) &&
-			 !strchr("-_.", buf[i]))
+		else if (!isdigit((unsigned char)*p) && !strchr("-_.", *p))
 			return false;
 	}
-	return name && buf[0] != '.' && buf[0] != '-';
+	return name && host[0] != '.' && host[0] != '-';
 }
 
 /*
@@ -148,11 +140,11 @@ static bool listen_host_ok(const char *host, size_t len)
  */
 static int set_listen(struct config *c, const char *v)
 {
-	const char *colon = strrchr(v, ':');
-	unsigned int port;
+	char host[128];
+	const char *port = listen_split(v, host, sizeof(host));
+	unsigned int n;
 
-	if (!colon || colon == v || parse_uint(colon + 1, 65535, &port) < 0 ||
-	    !listen_host_ok(v, (size_t)(colon - v)))
+	if (!port || parse_uint(port, 65535, &n) < 0 || !listen_host_ok(host))
 		return -EINVAL;
 	return set_string(c->listen, sizeof(c->listen), v);
 }

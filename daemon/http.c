@@ -857,23 +857,12 @@ static int parse_listen(const char *address, struct addrinfo **ret,
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	char host[128];
-	const char *colon = strrchr(address, ':');
-	size_t hl;
+	const char *port = listen_split(address, host, sizeof(host));
 	int e;
 
-	if (!colon || colon == address)
+	if (!port)
 		return -EINVAL;
-	hl = (size_t)(colon - address);
-	if (address[0] == '[' && colon[-1] == ']') {
-		address++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, address, hl);
-	host[hl] = '\0';
-	e = getaddrinfo(strcmp(host, "*") ? host : NULL, colon + 1, &hints,
-			ret);
+	e = getaddrinfo(strcmp(host, "*") ? host : NULL, port, &hints, ret);
 	if (e == EAI_SYSTEM)
 		return -errno;
 	if (e) {
@@ -981,14 +970,9 @@ int http_server_new(sd_event *event, const struct http_config *cfg,
 	s->max_body = cfg->max_body;
 	if (fd < 0) {
 		fd = open_listener(cfg->listen, &why);
-		if (fd < 0 && why) {
-			r = log_error_errno(fd, "Cannot listen on %s: %s",
-					    cfg->listen, why);
-			goto fail;
-		}
 		if (fd < 0) {
-			r = log_error_errno(fd, "Cannot listen on %s: %m",
-					    cfg->listen);
+			r = log_error_errno(fd, "Cannot listen on %s: %s",
+					    cfg->listen, why ?: strerror(-fd));
 			goto fail;
 		}
 	}

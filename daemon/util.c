@@ -306,6 +306,25 @@ int parse_uint(const char *s, unsigned int max, unsigned int *ret)
 	return 0;
 }
 
+const char *listen_split(const char *address, char *host, size_t len)
+{
+	const char *colon = strrchr(address, ':');
+	size_t hl;
+
+	if (!colon || colon == address)
+		return NULL;
+	hl = (size_t)(colon - address);
+	if (hl >= 2 && address[0] == '[' && colon[-1] == ']') {
+		address++;
+		hl -= 2;
+	}
+	if (hl >= len)
+		return NULL;
+	memcpy(host, address, hl);
+	host[hl] = '\0';
+	return colon + 1;
+}
+
 int read_file(const char *path, size_t max, uint8_t **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;

@@ -94,6 +94,14 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 int parse_uint(const char *s, unsigned int max, unsigned int *ret);
 
 /*
+ * A listen address HOST:PORT, split at its last colon: HOST, without the
+ * brackets around an IPv6 address, into host (len bytes, NUL included).
+ * Returns PORT, or NULL where there is no colon, nothing before it, or a
+ * HOST that does not fit.  HOST may come out empty ("[]:80").
+ */
+const char *listen_split(const char *address, char *host, size_t len);
+
+/*
  * Copy text into dst (size bytes, NUL included) as valid UTF-8, which is
  * what every string handed to jansson must be: a byte that does not start
  * a valid character (jansson's rules: no overlong forms, no surrogates,

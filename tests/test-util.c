@@ -191,6 +191,26 @@ static void test_parse_uint(void)
 		     -EINVAL);
 }
 
+/* HOST:PORT at the last colon, IPv6's brackets taken off. */
+static void test_listen_split(void)
+{
+	char host[8];
+
+	CHECK_STREQ(listen_split("[::1]:80", host, sizeof(host)), "80");
+	CHECK_STREQ(host, "::1");
+	CHECK_STREQ(listen_split("*:0", host, sizeof(host)), "0");
+	CHECK_STREQ(host, "*");
+	CHECK_STREQ(listen_split("a:b:9", host, sizeof(host)), "9");
+	CHECK_STREQ(host, "a:b");
+	CHECK_STREQ(listen_split("[]:1", host, sizeof(host)), "1");
+	CHECK_STREQ(host, "");
+	CHECK_STREQ(listen_split("[::1:0", host, sizeof(host)), "0");
+	CHECK_STREQ(host, "[::1");
+	CHECK(!listen_split(":80", host, sizeof(host)));
+	CHECK(!listen_split("nocolon", host, sizeof(host)));
+	CHECK(!listen_split("longhost:80", host, sizeof(host)));
+}
+
 int main(void)
 {
 	RUN_TEST(test_copy_fits);
@@ -202,5 +222,6 @@ int main(void)
 	RUN_TEST(test_error_set);
 	RUN_TEST(test_read_file);
 	RUN_TEST(test_parse_uint);
+	RUN_TEST(test_listen_split);
 	return check_exit();
 }
