@@ -1397,13 +1397,7 @@ static int run_grid(struct run *r)
 	return 0;
 }
 
-/*
- * Stream-K's workspace, sized for the grid run_grid() settled on: a
- * BM x BN fp32 slot per CTA, then a flag per CTA.  The flags are zeroed
- * here, once, in stream order before the first launch; every launch
- * leaves them zero, so the verified launch, the warm-up and the samples
- * all share the one workspace.  A data-parallel run has none.
- */
+/* run.h: the slots come first in the workspace, the flags after them. */
 uint64_t run_sk_slots_bytes(const struct run *r)
 {
 	const uint64_t ctas = (uint64_t)r->grid[0] * r->grid[1] * r->grid[2];
@@ -1411,6 +1405,13 @@ uint64_t run_sk_slots_bytes(const struct run *r)
 	return ctas * GEMMD_SK_SLOT_BYTES(r->plan->tile.m, r->plan->tile.n);
 }
 
+/*
+ * Stream-K's workspace, sized for the grid run_grid() settled on: a
+ * BM x BN fp32 slot per CTA, then a flag per CTA.  The flags are zeroed
+ * here, once, in stream order before the first launch; every launch
+ * leaves them zero, so the verified launch, the warm-up and the samples
+ * all share the one workspace.  A data-parallel run has none.
+ */
 static int run_workspace(struct run *r)
 {
 	const struct gemm_plan *p = r->plan;
